@@ -1,0 +1,66 @@
+// opbench eval WORKLOAD KERNEL.cpp | --impl KIND: one result. Exit 0 when the kernel is correct, 1
+// when it was evaluated and is not, 2 on a usage error.
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "harness/evaluate.h"
+#include "report/scoreboard.h"
+#include "target/target.h"
+#include "workload/registry.h"
+
+namespace opbench::cli {
+
+Command add_eval(CLI::App& root) {
+  auto* app = root.add_subcommand("eval", "Evaluate one kernel on one workload against its baseline");
+  struct Options {
+    std::string workload, kernel, impl, json_path, target = "cpu";
+    SharedEvalFlags flags;
+  };
+  auto o = std::make_shared<Options>();
+  app->add_option("workload", o->workload, "Workload id or unique prefix (e.g. 8p)")->required();
+  app->add_option("kernel", o->kernel, "Kernel source implementing include/opbench/kernel.h");
+  app->add_option("--impl", o->impl, "Evaluate a built-in implementation instead: reference, baseline or expert")
+      ->check(CLI::IsMember({"reference", "baseline", "expert"}));
+  app->add_option("--json", o->json_path, "Write the result as JSON to this file");
+  app->add_option("--target", o->target, "Where kernels run")->capture_default_str();
+  add_shared_eval_flags(app, o->flags, "cpu");
+  return {app, [o] {
+            if (o->kernel.empty() == o->impl.empty())
+              throw UsageError("give either a kernel source file or --impl reference|baseline|expert");
+            Registry registry(Registry::default_root());
+            const WorkloadSpec& spec = registry.find(o->workload);
+            Implementation impl;
+            if (!o->impl.empty()) {
+              impl = builtin_implementation(spec, o->impl);
+            } else {
+              if (!std::filesystem::is_regular_file(o->kernel))
+                throw UsageError(fmt::format("kernel source '{}' not found; pass the path of a .cpp file that implements include/opbench/kernel.h", o->kernel));
+              impl = Implementation{"candidate", o->kernel, {}};
+            }
+            auto target = make_target(o->target);
+            EvalOptions options = make_eval_options(o->flags);
+            options.progress = [](const std::string& s) { progress_line(s); };
+            Result result = evaluate(spec, impl, *target, options);
+            progress_done();
+            fmt::print("{}", render_scoreboard({result}));
+            if (result.status == Status::compile_error) fmt::print("\n{}\n", result.build_log);
+            if (!result.kernel_output.empty() && result.status != Status::correct)
+              fmt::print("\nkernel output:\n{}\n", result.kernel_output);
+            if (result.timing) {
+              fmt::print("\ncandidate {} calls in {} batches: median {} ms (worker clock {} ms, parent/worker {:.4f}), stop: {}\n",
+                         result.timing->calls, result.timing->batches, result.timing->per_call_ms.median,
+                         result.timing->worker_median_ms, result.timing->parent_over_worker, result.timing->stop_reason);
+            }
+            if (!o->json_path.empty()) {
+              std::ofstream out(o->json_path);
+              if (!out) throw UsageError(fmt::format("cannot write {}", o->json_path));
+              out << to_json(result).dump(2) << "\n";
+            }
+            return result.status == Status::correct ? 0 : 1;
+          }};
+}
+
+}  // namespace opbench::cli

@@ -1,0 +1,54 @@
+// The opbench subcommands. Each registers its options on the CLI11 app and runs when selected;
+// run functions return the process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/expr.h"
+
+namespace opbench::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command add_list(CLI::App& root);
+Command add_show(CLI::App& root);
+Command add_eval(CLI::App& root);
+Command add_run(CLI::App& root);
+Command add_dump(CLI::App& root);
+
+// Parses "--set M=256" values into a symbol table; throws UsageError on a malformed one.
+SymbolTable parse_overrides(const std::vector<std::string>& assignments);
+
+// Progress on stderr: rewrites one line on a terminal, prints nothing otherwise (logs stay clean).
+void progress_line(const std::string& text);
+void progress_done();
+
+}  // namespace opbench::cli
+
+namespace opbench {
+struct EvalOptions;
+}
+
+namespace opbench::cli {
+
+// Options shared by eval and run: --size, --threads, --trials, --max-time, --timeout, --set.
+struct SharedEvalFlags {
+  std::string size = "cpu";
+  int threads = 0;
+  int trials = 3;
+  double max_time = 10;
+  double timeout = 30;
+  bool no_timing = false;
+  std::vector<std::string> set;
+};
+void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& flags, const std::string& default_size);
+opbench::EvalOptions make_eval_options(const SharedEvalFlags& flags);
+
+}  // namespace opbench::cli

@@ -1,0 +1,70 @@
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace opbench::cli {
+
+SymbolTable parse_overrides(const std::vector<std::string>& assignments) {
+  SymbolTable table;
+  for (const auto& a : assignments) {
+    auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError(fmt::format("--set expects SYMBOL=VALUE, got '{}'", a));
+    try {
+      table[a.substr(0, eq)] = std::stod(a.substr(eq + 1));
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("--set {}: '{}' is not a number", a.substr(0, eq), a.substr(eq + 1)));
+    }
+  }
+  return table;
+}
+
+void progress_line(const std::string& text) {
+  if (!isatty(2)) return;
+  std::string shown = text.size() > 110 ? text.substr(0, 110) : text;
+  fmt::print(stderr, "\r\033[K{}", shown);
+  std::fflush(stderr);
+}
+
+void progress_done() {
+  if (!isatty(2)) return;
+  fmt::print(stderr, "\r\033[K");
+  std::fflush(stderr);
+}
+
+}  // namespace opbench::cli
+
+#include "harness/evaluate.h"
+
+namespace opbench::cli {
+
+void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f, const std::string& default_size) {
+  f.size = default_size;
+  app->add_option("--size", f.size, "Size class: test, cpu or full")->check(CLI::IsMember({"test", "cpu", "full"}))->capture_default_str();
+  app->add_option("--threads", f.threads, "Threads for baseline and candidate alike (default: all usable cores)");
+  app->add_option("--trials", f.trials, "Correctness trials, each on freshly seeded inputs")->check(CLI::Range(1, 64))->capture_default_str();
+  app->add_option("--max-time", f.max_time, "Time cap of the timing phase, seconds")->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_option("--timeout", f.timeout, "Seconds one call may take before the kernel counts as hung")->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_flag("--no-timing", f.no_timing, "Check correctness only");
+  app->add_option("--set", f.set, "Override a shape symbol, e.g. --set M=256 (repeatable)");
+}
+
+EvalOptions make_eval_options(const SharedEvalFlags& f) {
+  EvalOptions o;
+  o.size = f.size;
+  o.overrides = parse_overrides(f.set);
+  o.threads = f.threads;
+  o.trials = f.trials;
+  o.time = !f.no_timing;
+  o.timing.max_seconds = f.max_time;
+  o.timing.min_seconds = std::min(o.timing.min_seconds, f.max_time);
+  o.timing.call_timeout_s = f.timeout;
+  return o;
+}
+
+}  // namespace opbench::cli

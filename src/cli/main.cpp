@@ -1,0 +1,40 @@
+// opbench: a benchmark suite and evaluation harness for kernel optimization.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "harness/result.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"opbench: evaluate and benchmark compute kernels against honest baselines"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", opbench::opbench_version());
+  std::vector<opbench::cli::Command> commands{
+      opbench::cli::add_list(app), opbench::cli::add_show(app), opbench::cli::add_eval(app),
+      opbench::cli::add_run(app),  opbench::cli::add_dump(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    for (auto& c : commands)
+      if (c.app->parsed()) return c.run();
+  } catch (const opbench::UsageError& e) {
+    opbench::cli::progress_done();
+    fmt::print(stderr, "opbench: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    opbench::cli::progress_done();
+    fmt::print(stderr, "opbench: internal error: {}\n", e.what());
+    return 3;
+  }
+  return 2;
+}

@@ -1,0 +1,67 @@
+#include "core/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace opbench {
+namespace {
+
+float load(const void* base, size_t i, DType dtype) {
+  switch (dtype) {
+    case DType::f32: return static_cast<const float*>(base)[i];
+    case DType::i32: return float(static_cast<const int32_t*>(base)[i]);
+    case DType::bf16: {
+      uint32_t bits = uint32_t(static_cast<const uint16_t*>(base)[i]) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+  }
+  return NAN;
+}
+
+}  // namespace
+
+void Comparison::merge(const Comparison& o) {
+  if (first_mismatch < 0 && o.first_mismatch >= 0) {
+    first_mismatch = o.first_mismatch + int64_t(elements);
+    first_got = o.first_got;
+    first_expected = o.first_expected;
+  }
+  elements += o.elements;
+  mismatches += o.mismatches;
+  non_finite += o.non_finite;
+  max_abs_err = std::max(max_abs_err, o.max_abs_err);
+  max_rel_err = std::max(max_rel_err, o.max_rel_err);
+}
+
+Comparison compare_tensors(const void* got, const void* expected, size_t n, DType dtype, const Tolerance& tol) {
+  Comparison c;
+  c.elements = n;
+  for (size_t i = 0; i < n; ++i) {
+    double g = load(got, i, dtype), e = load(expected, i, dtype);
+    bool ok;
+    if (!std::isfinite(g)) {
+      // NaN never matches; an infinity matches only the same infinity.
+      ok = std::isinf(g) && g == e;
+      if (!ok && std::isfinite(e)) ++c.non_finite;
+    } else {
+      double abs_err = std::fabs(g - e);
+      ok = abs_err <= tol.atol + tol.rtol * std::fabs(e);
+      c.max_abs_err = std::max(c.max_abs_err, abs_err);
+      if (e != 0) c.max_rel_err = std::max(c.max_rel_err, abs_err / std::fabs(e));
+    }
+    if (!ok) {
+      if (c.first_mismatch < 0) {
+        c.first_mismatch = int64_t(i);
+        c.first_got = g;
+        c.first_expected = e;
+      }
+      ++c.mismatches;
+    }
+  }
+  return c;
+}
+
+}  // namespace opbench

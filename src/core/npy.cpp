@@ -1,0 +1,67 @@
+#include "core/npy.h"
+
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace opbench {
+namespace {
+
+const char* npy_descr(DType t) {
+  switch (t) {
+    case DType::f32: return "<f4";
+    case DType::i32: return "<i4";
+    case DType::bf16: return "<u2";  // numpy has no bfloat16: raw 16-bit patterns
+  }
+  return "?";
+}
+
+}  // namespace
+
+void write_npy(const std::filesystem::path& path, const void* data, DType dtype, const std::vector<int64_t>& shape) {
+  std::string shape_text = shape.size() == 1 ? fmt::format("({},)", shape[0]) : fmt::format("({})", fmt::join(shape, ", "));
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(dtype), shape_text);
+  // magic(6) + version(2) + header length(2) + header + '\n' must be a multiple of 64.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+  out.write("\x93NUMPY\x01\x00", 8);
+  uint16_t len = uint16_t(header.size());
+  out.write(reinterpret_cast<const char*>(&len), 2);
+  out.write(header.data(), std::streamsize(header.size()));
+  size_t n = dtype_size(dtype);
+  for (int64_t d : shape) n *= size_t(d);
+  out.write(static_cast<const char*>(data), std::streamsize(n));
+  if (!out) throw std::runtime_error(fmt::format("short write to {}", path.string()));
+}
+
+std::vector<char> read_npy(const std::filesystem::path& path, DType* dtype, std::vector<int64_t>* shape) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8];
+  uint16_t len = 0;
+  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY\x01\x00", 8) != 0 || !in.read(reinterpret_cast<char*>(&len), 2))
+    throw std::runtime_error(fmt::format("{} is not an .npy file of version 1.0", path.string()));
+  std::string header(len, '\0');
+  in.read(header.data(), len);
+  *dtype = header.find("<f4") != std::string::npos ? DType::f32 : header.find("<i4") != std::string::npos ? DType::i32 : DType::bf16;
+  shape->clear();
+  auto open = header.find('(', header.find("'shape'"));
+  auto close = header.find(')', open);
+  std::string dims = header.substr(open + 1, close - open - 1);
+  size_t pos = 0;
+  while (pos < dims.size()) {
+    size_t comma = dims.find(',', pos);
+    std::string token = dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (token.find_first_of("0123456789") != std::string::npos) shape->push_back(std::stoll(token));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace opbench

@@ -1,0 +1,23 @@
+// Running a helper program (the compiler) with its output captured and a time limit.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace opbench {
+
+struct ProcessOutcome {
+  int exit_code = -1;      // valid when exited
+  int signal = 0;          // non-zero when killed by a signal
+  bool timed_out = false;
+  std::string output;      // stdout and stderr, interleaved
+  bool ok() const { return exit_code == 0 && signal == 0 && !timed_out; }
+};
+
+ProcessOutcome run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
+
+// "SIGSEGV (Segmentation fault)"
+std::string describe_signal(int signal);
+
+}  // namespace opbench

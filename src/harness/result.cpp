@@ -1,0 +1,160 @@
+#include "harness/result.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#ifndef OPBENCH_VERSION
+#define OPBENCH_VERSION "0.0.0"
+#endif
+#ifndef OPBENCH_GIT_SHA
+#define OPBENCH_GIT_SHA "unknown"
+#endif
+
+namespace opbench {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kStatusNames[] = {"correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected"};
+
+// JSON has no infinity or NaN: write null for them.
+json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+double read_number(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? NAN : it->get<double>();
+}
+
+json summary_json(const Summary& s) {
+  return {{"median_ms", number(s.median)}, {"mean_ms", number(s.mean)}, {"min_ms", number(s.min)},
+          {"max_ms", number(s.max)}, {"stdev_ms", number(s.stdev)}};
+}
+Summary summary_from(const json& j) {
+  Summary s;
+  s.median = read_number(j, "median_ms");
+  s.mean = read_number(j, "mean_ms");
+  s.min = read_number(j, "min_ms");
+  s.max = read_number(j, "max_ms");
+  s.stdev = read_number(j, "stdev_ms");
+  return s;
+}
+
+}  // namespace
+
+std::string_view status_name(Status s) { return kStatusNames[int(s)]; }
+
+Status parse_status(std::string_view name) {
+  for (int i = 0; i < 6; ++i)
+    if (kStatusNames[i] == name) return Status(i);
+  throw std::invalid_argument("unknown status " + std::string(name));
+}
+
+std::string opbench_version() { return std::string(OPBENCH_VERSION) + "+" + OPBENCH_GIT_SHA; }
+
+json to_json(const Result& r) {
+  json j;
+  j["schema"] = kResultSchema;
+  j["schema_version"] = kResultSchemaVersion;
+  j["workload"] = r.workload;
+  j["size"] = r.size;
+  j["shape"] = r.shape;
+  j["target"] = r.target;
+  j["impl"] = {{"kind", r.impl.kind}, {"path", r.impl.path}, {"sha256", r.impl.sha256}};
+  j["status"] = status_name(r.status);
+  j["message"] = r.message;
+  const auto& c = r.correctness;
+  j["correctness"] = {{"trials", c.trials},         {"passed", c.passed},
+                      {"max_abs_err", number(c.max_abs_err)}, {"max_rel_err", number(c.max_rel_err)},
+                      {"mismatches", c.mismatches}, {"non_finite", c.non_finite},
+                      {"elements_checked", c.elements_checked},
+                      {"atol", c.atol},             {"rtol", c.rtol},
+                      {"reason", c.reason}};
+  if (r.timing) {
+    const auto& t = *r.timing;
+    json timing = summary_json(t.per_call_ms);
+    timing["calls"] = t.calls;
+    timing["batches"] = t.batches;
+    timing["worker_median_ms"] = number(t.worker_median_ms);
+    timing["parent_over_worker"] = number(t.parent_over_worker);
+    timing["baseline"] = summary_json(t.baseline_per_call_ms);
+    timing["baseline"]["calls"] = t.baseline_calls;
+    timing["seconds"] = t.seconds;
+    timing["stop_reason"] = t.stop_reason;
+    timing["outlier_pairs"] = t.outlier_pairs;
+    timing["flags"] = t.flags;
+    j["timing"] = timing;
+  } else {
+    j["timing"] = nullptr;
+  }
+  if (r.speedup) {
+    j["speedup"] = {{"vs_baseline", number(r.speedup->vs_baseline)}, {"ci95_low", number(r.speedup->ci95_low)},
+                    {"ci95_high", number(r.speedup->ci95_high)}, {"median_ratio", number(r.speedup->median_ratio)},
+                    {"pairs", r.speedup->pairs}};
+  } else {
+    j["speedup"] = nullptr;
+  }
+  j["work"] = {{"flops", r.work.flops}, {"useful_flops", r.work.useful_flops}, {"bytes", r.work.bytes},
+               {"gflops_per_s", number(r.work.gflops_per_s)}, {"gbytes_per_s", number(r.work.gbytes_per_s)},
+               {"intensity", number(r.work.intensity)}};
+  j["threads"] = r.threads;
+  j["machine"] = r.machine;
+  j["cost"] = {{"build_s", r.build_s}, {"eval_s", r.eval_s}, {"build_cached", r.build_cached}};
+  j["build"] = {{"compiler", r.compiler}, {"log", r.build_log}};
+  j["kernel_output"] = r.kernel_output;
+  j["sandbox"] = r.sandbox;
+  j["timestamp"] = r.timestamp;
+  j["opbench_version"] = opbench_version();
+  return j;
+}
+
+Result result_from_json(const json& j) {
+  if (j.value("schema", "") != kResultSchema) throw std::invalid_argument("not an opbench.result document");
+  Result r;
+  r.workload = j.at("workload");
+  r.size = j.at("size");
+  r.shape = j.value("shape", json::object());
+  r.target = j.at("target");
+  r.impl = {j.at("impl").at("kind"), j.at("impl").at("path"), j.at("impl").at("sha256")};
+  r.status = parse_status(j.at("status").get<std::string>());
+  r.message = j.value("message", "");
+  const json& c = j.at("correctness");
+  r.correctness.trials = c.at("trials");
+  r.correctness.passed = c.at("passed");
+  r.correctness.max_abs_err = read_number(c, "max_abs_err");
+  r.correctness.max_rel_err = read_number(c, "max_rel_err");
+  r.correctness.mismatches = c.at("mismatches");
+  r.correctness.atol = c.at("atol");
+  r.correctness.rtol = c.at("rtol");
+  r.correctness.reason = c.at("reason");
+  if (!j.at("timing").is_null()) {
+    TimingInfo t;
+    const json& tj = j.at("timing");
+    t.per_call_ms = summary_from(tj);
+    t.calls = tj.at("calls");
+    t.batches = tj.at("batches");
+    t.worker_median_ms = read_number(tj, "worker_median_ms");
+    t.parent_over_worker = read_number(tj, "parent_over_worker");
+    t.baseline_per_call_ms = summary_from(tj.at("baseline"));
+    t.stop_reason = tj.value("stop_reason", "");
+    t.outlier_pairs = tj.value("outlier_pairs", size_t(0));
+    t.flags = tj.value("flags", std::vector<std::string>{});
+    r.timing = t;
+  }
+  if (!j.at("speedup").is_null()) {
+    const json& s = j.at("speedup");
+    r.speedup = SpeedupInfo{read_number(s, "vs_baseline"), read_number(s, "ci95_low"), read_number(s, "ci95_high"),
+                            read_number(s, "median_ratio"), s.at("pairs")};
+  }
+  const json& w = j.at("work");
+  r.work = {w.at("flops"), w.at("useful_flops"), w.at("bytes"), read_number(w, "gflops_per_s"),
+            read_number(w, "gbytes_per_s"), read_number(w, "intensity")};
+  r.threads = j.at("threads");
+  r.machine = j.at("machine");
+  r.build_s = j.at("cost").at("build_s");
+  r.eval_s = j.at("cost").at("eval_s");
+  r.sandbox = j.value("sandbox", "");
+  r.timestamp = j.value("timestamp", "");
+  return r;
+}
+
+}  // namespace opbench

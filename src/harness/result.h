@@ -1,0 +1,84 @@
+// One evaluated implementation: what was run, how it ended, and what was measured. JSON (schema
+// "opbench.result", version 1) is the source of truth; tables are views of it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/stats.h"
+
+namespace opbench {
+
+inline constexpr const char* kResultSchema = "opbench.result";
+inline constexpr int kResultSchemaVersion = 1;
+
+enum class Status { correct, incorrect, compile_error, runtime_error, timeout, rejected };
+std::string_view status_name(Status s);
+Status parse_status(std::string_view name);
+
+struct ImplInfo {
+  std::string kind;  // reference, baseline, expert, candidate
+  std::string path;
+  std::string sha256;
+};
+
+struct CorrectnessInfo {
+  int trials = 0, passed = 0;
+  double max_abs_err = 0, max_rel_err = 0;
+  size_t mismatches = 0, non_finite = 0, elements_checked = 0;
+  double atol = 0, rtol = 0;
+  std::string reason;  // empty when correct
+};
+
+struct TimingInfo {
+  Summary per_call_ms;          // candidate, parent's clock, per-call time of each batch
+  size_t calls = 0, batches = 0;
+  double worker_median_ms = 0;  // the same batches by the worker's clock
+  double parent_over_worker = 0;  // median over batches of parent/worker time
+  Summary baseline_per_call_ms;
+  size_t baseline_calls = 0;
+  double seconds = 0;           // wall time of the timing phase
+  std::string stop_reason;      // "precision" or "time_cap"
+  size_t outlier_pairs = 0;     // pairs left out of the speedup estimate as disturbed
+  std::vector<std::string> flags;
+};
+
+struct SpeedupInfo {
+  double vs_baseline = 0, ci95_low = 0, ci95_high = 0;  // geomean of paired ratios and its interval
+  double median_ratio = 0;                               // baseline median / candidate median
+  size_t pairs = 0;
+};
+
+struct WorkInfo {
+  double flops = 0, useful_flops = 0, bytes = 0;
+  double gflops_per_s = 0, gbytes_per_s = 0, intensity = 0;
+};
+
+struct Result {
+  std::string workload, size, target;
+  nlohmann::json shape;  // resolved shape symbols
+  ImplInfo impl;
+  Status status = Status::runtime_error;
+  std::string message;  // one line: why a result is not correct
+  CorrectnessInfo correctness;
+  std::optional<TimingInfo> timing;
+  std::optional<SpeedupInfo> speedup;
+  WorkInfo work;
+  int threads = 0;
+  nlohmann::json machine;
+  double build_s = 0, eval_s = 0;
+  bool build_cached = false;
+  std::string compiler, build_log, kernel_output, sandbox;
+  std::string timestamp;
+};
+
+nlohmann::json to_json(const Result& r);
+Result result_from_json(const nlohmann::json& j);
+
+// The version of this program: project version and the git commit it was built from.
+std::string opbench_version();
+
+}  // namespace opbench

@@ -1,0 +1,78 @@
+#include "report/scoreboard.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "report/table.h"
+
+namespace opbench {
+
+ScoreboardSummary summarize_results(const std::vector<Result>& results) {
+  ScoreboardSummary s;
+  s.results = results.size();
+  double log_correct = 0, log_all = 0;
+  s.fast_p.assign(s.fast_p_thresholds.size(), 0);
+  for (const auto& r : results) {
+    const bool timed = r.status == Status::correct && r.speedup && r.speedup->vs_baseline > 0;
+    if (r.status == Status::correct) ++s.correct;
+    if (timed) {
+      log_correct += std::log(r.speedup->vs_baseline);
+      log_all += std::log(r.speedup->vs_baseline);
+      for (size_t i = 0; i < s.fast_p_thresholds.size(); ++i)
+        if (r.speedup->vs_baseline > s.fast_p_thresholds[i]) s.fast_p[i] += 1;
+    }
+  }
+  size_t timed_count = 0;
+  for (const auto& r : results)
+    if (r.status == Status::correct && r.speedup && r.speedup->vs_baseline > 0) ++timed_count;
+  s.geomean_correct_only = timed_count ? std::exp(log_correct / double(timed_count)) : NAN;
+  s.geomean_failures_as_one = s.results ? std::exp(log_all / double(s.results)) : NAN;
+  for (auto& f : s.fast_p) f = s.results ? f / double(s.results) : 0;
+  return s;
+}
+
+std::string render_scoreboard(const std::vector<Result>& results) {
+  TextTable table({"workload", "impl", "status", "median ms", "±%", "baseline ms", "speedup", "95% CI", "GFLOP/s", "GB/s", "FLOP/B"});
+  for (const auto& r : results) {
+    std::vector<std::string> row{r.workload, r.impl.kind, std::string(status_name(r.status))};
+    if (r.timing && r.speedup) {
+      const auto& t = *r.timing;
+      row.push_back(format_ms(t.per_call_ms.median));
+      row.push_back(t.per_call_ms.median > 0 ? fmt::format("{:.1f}", 100 * t.per_call_ms.stdev / t.per_call_ms.median) : "-");
+      row.push_back(format_ms(t.baseline_per_call_ms.median));
+      row.push_back(fmt::format("{:.3f}", r.speedup->vs_baseline));
+      row.push_back(fmt::format("[{:.3f}, {:.3f}]", r.speedup->ci95_low, r.speedup->ci95_high));
+      row.push_back(format_rate(r.work.gflops_per_s));
+      row.push_back(format_rate(r.work.gbytes_per_s));
+    } else {
+      row.insert(row.end(), {"-", "-", "-", "-", "-", "-", "-"});
+    }
+    row.push_back(format_rate(r.work.intensity));
+    table.add_row(row);
+  }
+  ScoreboardSummary s = summarize_results(results);
+  std::string out = table.render();
+  out += fmt::format("\n{} of {} correct.  geomean speedup: {:.3f} over correct results, {:.3f} with failures as 1.0\n",
+                     s.correct, s.results, s.geomean_correct_only, s.geomean_failures_as_one);
+  std::string fast;
+  for (size_t i = 0; i < s.fast_p.size(); ++i) fast += fmt::format("  fast_{:g} {:.2f}", s.fast_p_thresholds[i], s.fast_p[i]);
+  out += "fast_p:" + fast + "\n";
+  for (const auto& r : results)
+    if (r.status != Status::correct) out += fmt::format("  {} {}: {}: {}\n", r.workload, r.impl.kind, status_name(r.status), r.message);
+  return out;
+}
+
+nlohmann::json scoreboard_json(const std::vector<Result>& results) {
+  ScoreboardSummary s = summarize_results(results);
+  nlohmann::json fast = nlohmann::json::object();
+  for (size_t i = 0; i < s.fast_p.size(); ++i) fast[fmt::format("{:g}", s.fast_p_thresholds[i])] = s.fast_p[i];
+  auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"results", s.results},
+          {"correct", s.correct},
+          {"geomean_speedup_correct_only", number(s.geomean_correct_only)},
+          {"geomean_speedup_failures_as_one", number(s.geomean_failures_as_one)},
+          {"fast_p", fast}};
+}
+
+}  // namespace opbench

@@ -1,0 +1,137 @@
+#include "target/cpu/compiler.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/process.h"
+
+#ifndef OPBENCH_SOURCE_DIR
+#define OPBENCH_SOURCE_DIR "."
+#endif
+#ifndef OPBENCH_BLAS_INCLUDE
+#define OPBENCH_BLAS_INCLUDE "/usr/include/x86_64-linux-gnu/openblas-openmp"
+#endif
+#ifndef OPBENCH_BLAS_LIBDIR
+#define OPBENCH_BLAS_LIBDIR "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+#endif
+
+namespace opbench::cpu {
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+CompilerConfig CompilerConfig::from_environment() {
+  CompilerConfig c;
+  const char* cxx = std::getenv("OPBENCH_CXX");
+  c.compiler = cxx && *cxx ? cxx : "c++";
+  c.include_dir = std::filesystem::path(OPBENCH_SOURCE_DIR) / "include";
+  if (const char* dir = std::getenv("OPBENCH_CACHE"); dir && *dir) {
+    c.cache_dir = dir;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    c.cache_dir = std::filesystem::path(xdg) / "opbench";
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    c.cache_dir = std::filesystem::path(home) / ".cache" / "opbench";
+  } else {
+    c.cache_dir = "/tmp/opbench-cache";
+  }
+  c.cache_dir /= "kernels";
+  // One instruction set for every kernel, baseline included: x86-64-v3 (AVX2 + FMA). The vendor
+  // BLAS picks its own kernels at run time (OpenBLAS's Haswell kernels where OPENBLAS_CORETYPE says
+  // so); letting candidates use AVX-512 against an AVX2 library would score the ISA, not the kernel.
+  c.base_flags = {"-std=c++20", "-O3", "-march=x86-64-v3", "-mtune=native", "-fopenmp", "-fPIC", "-shared", "-fvisibility=hidden"};
+  c.vendor_flags = {std::string("-I") + OPBENCH_BLAS_INCLUDE, std::string("-L") + OPBENCH_BLAS_LIBDIR,
+                    std::string("-Wl,-rpath,") + OPBENCH_BLAS_LIBDIR, "-lopenblas"};
+  return c;
+}
+
+std::string compiler_version(const std::string& compiler) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> versions;
+  std::lock_guard lock(mutex);
+  auto it = versions.find(compiler);
+  if (it != versions.end()) return it->second;
+  ProcessOutcome out = run_process({compiler, "--version"}, std::chrono::seconds(30));
+  if (!out.ok())
+    throw UsageError(fmt::format("the kernel compiler '{}' does not run ({}); install g++ or set OPBENCH_CXX",
+                                 compiler, out.output.substr(0, 200)));
+  std::string line = out.output.substr(0, out.output.find('\n'));
+  versions[compiler] = line;
+  return line;
+}
+
+BuildOutcome build_kernel(const BuildRequest& request, const CompilerConfig& config) {
+  BuildOutcome outcome;
+  if (!std::filesystem::is_regular_file(request.source))
+    throw UsageError(fmt::format("kernel source {} not found", request.source.string()));
+  std::vector<std::string> flags = config.base_flags;
+  flags.push_back("-I" + config.include_dir.string());
+  for (const auto& [name, value] : request.defines) flags.push_back(fmt::format("-D{}={}", name, value));
+  // Libraries go after the source on the command line, so they are added there below.
+  outcome.compiler = compiler_version(config.compiler);
+
+  std::string key_material = read_file(request.source);
+  key_material += '\0' + read_file(config.include_dir / "opbench" / "kernel.h");
+  key_material += '\0' + outcome.compiler;
+  for (const auto& f : flags) key_material += '\0' + f;
+  if (request.vendor_libraries)
+    for (const auto& f : config.vendor_flags) key_material += '\0' + f;
+  outcome.cache_key = xxh3_128_hex(key_material);
+
+  std::filesystem::create_directories(config.cache_dir);
+  const std::string stem = request.source.stem().string();
+  outcome.artifact = config.cache_dir / fmt::format("{}-{}.so", stem, outcome.cache_key.substr(0, 20));
+  const std::filesystem::path log_path = config.cache_dir / fmt::format("{}-{}.log", stem, outcome.cache_key.substr(0, 20));
+  if (std::filesystem::exists(outcome.artifact)) {
+    outcome.ok = true;
+    outcome.cached = true;
+    outcome.log = read_file(log_path);
+    return outcome;
+  }
+
+  // Build under a private name and rename: concurrent builds of the same source never see a
+  // half-written object.
+  const std::filesystem::path temp = config.cache_dir / fmt::format(".{}-{}.{}.so", stem, outcome.cache_key.substr(0, 20), getpid());
+  std::vector<std::string> argv{config.compiler};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back(request.source.string());
+  argv.push_back("-o");
+  argv.push_back(temp.string());
+  if (request.vendor_libraries) argv.insert(argv.end(), config.vendor_flags.begin(), config.vendor_flags.end());
+
+  std::string command;
+  for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
+  auto start = std::chrono::steady_clock::now();
+  ProcessOutcome proc = run_process(argv, std::chrono::seconds(180));
+  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  outcome.log = "$ " + command + "\n" + proc.output;
+  if (proc.timed_out) outcome.log += "\n(compiler killed after 180 s)\n";
+  if (!proc.ok()) {
+    std::filesystem::remove(temp);
+    return outcome;
+  }
+  {
+    std::ofstream(log_path) << outcome.log;
+  }
+  std::filesystem::rename(temp, outcome.artifact);
+  outcome.ok = true;
+  return outcome;
+}
+
+}  // namespace opbench::cpu

@@ -1,0 +1,26 @@
+// The cpu target: fp32 kernels built with the system compiler, run in worker processes on
+// shared-memory tensors.
+#pragma once
+
+#include "target/cpu/compiler.h"
+#include "target/target.h"
+
+namespace opbench::cpu {
+
+class CpuTarget final : public Target {
+ public:
+  CpuTarget();
+  std::string name() const override { return "cpu"; }
+  DType float_dtype() const override { return DType::f32; }
+  BuildOutcome build(const BuildRequest& request) override { return build_kernel(request, compiler_); }
+  std::unique_ptr<BufferSet> allocate(const std::vector<TensorInstance>& tensors, int sets, const std::string& label) override;
+  LaunchOutcome launch(const BuildOutcome& kernel, BufferSet& inputs, BufferSet& outputs, const LaunchOptions& options) override;
+
+  const CompilerConfig& compiler() const { return compiler_; }
+
+ private:
+  CompilerConfig compiler_;
+  std::filesystem::path worker_program_;
+};
+
+}  // namespace opbench::cpu

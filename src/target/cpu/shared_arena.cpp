@@ -1,0 +1,64 @@
+#include "target/cpu/shared_arena.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace opbench::cpu {
+namespace {
+
+size_t page_size() { return size_t(sysconf(_SC_PAGESIZE)); }
+size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+}  // namespace
+
+SharedArena::SharedArena(const std::vector<TensorInstance>& tensors, int sets, const std::string& label)
+    : tensors_(tensors), sets_(sets) {
+  const size_t page = page_size();
+  size_t cursor = page;  // a guard page before the first tensor
+  guards_.push_back({0, page});
+  for (int s = 0; s < sets; ++s) {
+    for (const auto& t : tensors_) {
+      Slot slot;
+      slot.offset = cursor;
+      slot.canary_begin = cursor + t.bytes();
+      slot.canary_end = round_up(slot.canary_begin + 64, page);  // at least 64 canary bytes
+      slots_.push_back(slot);
+      guards_.push_back({slot.canary_end, page});
+      cursor = slot.canary_end + page;
+    }
+  }
+  total_ = cursor;
+  fd_ = memfd_create(("opbench-" + label).c_str(), MFD_CLOEXEC);
+  if (fd_ < 0) throw std::runtime_error(fmt::format("memfd_create failed: {}", strerror(errno)));
+  if (ftruncate(fd_, off_t(total_)) != 0)
+    throw std::runtime_error(fmt::format("cannot size shared memory to {} bytes: {}", total_, strerror(errno)));
+  void* p = mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) throw std::runtime_error(fmt::format("mmap of {} bytes failed: {}", total_, strerror(errno)));
+  base_ = static_cast<std::byte*>(p);
+  for (const auto& slot : slots_) std::memset(base_ + slot.canary_begin, kCanaryByte, slot.canary_end - slot.canary_begin);
+}
+
+SharedArena::~SharedArena() {
+  if (base_) munmap(base_, total_);
+  if (fd_ >= 0) close(fd_);
+}
+
+bool SharedArena::canaries_intact(int set, std::string* damaged_tensor) const {
+  for (int t = 0; t < tensors(); ++t) {
+    const Slot& s = slot(set, t);
+    for (size_t i = s.canary_begin; i < s.canary_end; ++i) {
+      if (static_cast<unsigned char>(base_[i]) != kCanaryByte) {
+        if (damaged_tensor) *damaged_tensor = fmt::format("{} (byte {} past its end)", tensors_[size_t(t)].name, i - s.canary_begin);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace opbench::cpu

@@ -1,0 +1,263 @@
+#include "target/cpu/worker_client.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/process.h"
+#include "target/cpu/worker_protocol.h"
+
+extern char** environ;
+
+namespace opbench::cpu {
+namespace {
+
+using nlohmann::json;
+
+json tensor_list(SharedArena& arena, int arena_index, int set) {
+  json list = json::array();
+  for (int t = 0; t < arena.tensors(); ++t) {
+    const auto& tensor = arena.tensor(t);
+    list.push_back({{"arena", arena_index}, {"offset", arena.offset(set, t)}, {"dtype", int(tensor.dtype)}, {"shape", tensor.shape}});
+  }
+  return list;
+}
+
+json arena_description(const SharedArena& arena) {
+  json guards = json::array();
+  for (const auto& [offset, length] : arena.guard_ranges()) guards.push_back({offset, length});
+  return {{"bytes", arena.total_bytes()}, {"guards", guards}};
+}
+
+// The worker's environment: the parent's, with the thread count pinned and OpenMP's idle spinning
+// kept short. Two workers (baseline and candidate) take turns on the same cores; libgomp's default
+// spin (~300k iterations, milliseconds) would let the idle one steal the first part of the other's
+// batch.
+std::vector<std::string> worker_environment(int threads) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string var = *e;
+    if (var.rfind("OMP_NUM_THREADS=", 0) == 0 || var.rfind("OPENBLAS_NUM_THREADS=", 0) == 0 ||
+        var.rfind("GOMP_SPINCOUNT=", 0) == 0)
+      continue;
+    env.push_back(var);
+  }
+  env.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
+  env.push_back(fmt::format("OPENBLAS_NUM_THREADS={}", threads));
+  env.push_back("GOMP_SPINCOUNT=10000");
+  return env;
+}
+
+}  // namespace
+
+WorkerClient::~WorkerClient() {
+  if (pid_ > 0 && !dead_) {
+    send(R"({"op":"quit"})");
+    // Give it a moment to leave on its own, then make sure.
+    for (int i = 0; i < 50; ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      usleep(2000);
+    }
+    if (pid_ > 0) {
+      kill(-pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  for (int fd : {command_fd_, reply_fd_, log_fd_})
+    if (fd >= 0) close(fd);
+}
+
+LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, const std::filesystem::path& kernel,
+                                  SharedArena& inputs, SharedArena& outputs, const LaunchOptions& options) {
+  LaunchOutcome outcome;
+  std::unique_ptr<WorkerClient> client(new WorkerClient());
+  int to_worker[2], from_worker[2];
+  if (pipe2(to_worker, O_CLOEXEC) != 0 || pipe2(from_worker, O_CLOEXEC) != 0)
+    throw std::runtime_error(fmt::format("pipe2 failed: {}", strerror(errno)));
+  client->log_fd_ = memfd_create("opbench-worker-log", MFD_CLOEXEC);
+
+  std::vector<std::string> env_strings = worker_environment(options.threads);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string program = worker_program.string();
+  char* argv[] = {program.data(), nullptr};
+  // Source fds for the child's fixed slots, in slot order from fd 1.
+  const int sources[] = {client->log_fd_, client->log_fd_, to_worker[0], from_worker[1], inputs.fd(), outputs.fd()};
+  const int parent_pid = getpid();
+
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", strerror(errno)));
+  if (pid == 0) {
+    // Only async-signal-safe calls from here to exec.
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent_pid) _exit(120);
+    int high[6];
+    for (int i = 0; i < 6; ++i) high[i] = fcntl(sources[i], F_DUPFD_CLOEXEC, 100);
+    for (int i = 0; i < 6; ++i) dup2(high[i], i + 1);  // dup2 clears FD_CLOEXEC on the target
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    close_range(7, ~0U, 0);
+    execve(argv[0], argv, envp.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here, so a kill of the group cannot race the child's own call
+  close(to_worker[0]);
+  close(from_worker[1]);
+  client->pid_ = pid;
+  client->command_fd_ = to_worker[1];
+  client->reply_fd_ = from_worker[0];
+
+  json load = {{"op", "load"},
+               {"kernel", std::filesystem::absolute(kernel).string()},
+               {"threads", options.threads},
+               {"arenas", {arena_description(inputs), arena_description(outputs)}}};
+  json in_sets = json::array(), out_sets = json::array();
+  for (int s = 0; s < inputs.sets(); ++s) {
+    in_sets.push_back(tensor_list(inputs, 0, s));
+    out_sets.push_back(tensor_list(outputs, 1, s % outputs.sets()));
+  }
+  load["inputs"] = std::move(in_sets);
+  load["outputs"] = std::move(out_sets);
+  client->send(load.dump());
+
+  std::string line;
+  ReadStatus status = client->read_line(&line, options.load_timeout);
+  if (status != ReadStatus::line) {
+    BatchOutcome dead = client->finish_dead(status == ReadStatus::timeout ? BatchOutcome::Kind::timed_out : BatchOutcome::Kind::crashed,
+                                            "while loading the kernel");
+    outcome.failure = dead.kind == BatchOutcome::Kind::timed_out ? LaunchOutcome::Failure::timed_out : LaunchOutcome::Failure::crashed;
+    outcome.reason = dead.detail;
+    std::string log = client->output_log();
+    if (!log.empty()) outcome.reason += "; output: " + log;
+    return outcome;
+  }
+  json answer = json::parse(line, nullptr, false);
+  if (answer.is_discarded() || !answer.value("ok", false)) {
+    outcome.failure = LaunchOutcome::Failure::rejected;
+    outcome.reason = answer.is_discarded() ? "the worker answered garbage while loading" : answer.value("reason", std::string("load failed"));
+    return outcome;
+  }
+  outcome.runner = std::move(client);
+  return outcome;
+}
+
+bool WorkerClient::send(const std::string& text) {
+  std::string line = text + "\n";
+  const char* p = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    ssize_t n = write(command_fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    left -= size_t(n);
+  }
+  return true;
+}
+
+WorkerClient::ReadStatus WorkerClient::read_line(std::string* line, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    size_t newline = buffer_.find('\n');
+    if (newline != std::string::npos) {
+      *line = buffer_.substr(0, newline);
+      buffer_.erase(0, newline + 1);
+      return ReadStatus::line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return ReadStatus::timeout;
+    pollfd p{reply_fd_, POLLIN, 0};
+    int r = poll(&p, 1, int(std::min<int64_t>(left.count(), 1 << 30)));
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) return ReadStatus::timeout;
+    char chunk[4096];
+    ssize_t n = read(reply_fd_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ReadStatus::eof;
+    buffer_.append(chunk, size_t(n));
+  }
+}
+
+BatchOutcome WorkerClient::finish_dead(BatchOutcome::Kind kind, const std::string& context) {
+  BatchOutcome out;
+  out.kind = kind;
+  if (kind == BatchOutcome::Kind::timed_out) kill(-pid_, SIGKILL);
+  int status = 0;
+  // A worker that closed its pipe is about to exit; do not wait forever if it did something else.
+  for (int i = 0; i < 500 && waitpid(pid_, &status, WNOHANG) == 0; ++i) usleep(2000);
+  if (waitpid(pid_, &status, WNOHANG) == 0) {
+    kill(-pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+  }
+  kill(-pid_, SIGKILL);  // anything the kernel left behind in its process group
+  pid_ = -1;
+  if (kind == BatchOutcome::Kind::timed_out) {
+    out.detail = fmt::format("no answer {}; the worker was killed", context);
+  } else if (WIFSIGNALED(status)) {
+    out.signal = WTERMSIG(status);
+    out.detail = fmt::format("the worker died of {} {}", describe_signal(out.signal), context);
+  } else if (WIFEXITED(status)) {
+    out.detail = fmt::format("the worker exited with code {} {}", WEXITSTATUS(status), context);
+  } else {
+    out.detail = fmt::format("the worker vanished {}", context);
+  }
+  dead_ = out;
+  return out;
+}
+
+BatchOutcome WorkerClient::run(int first_set, int calls, std::chrono::milliseconds timeout) {
+  if (dead_) return *dead_;
+  const std::string request = fmt::format(R"({{"op":"run","first_set":{},"calls":{}}})", first_set, calls);
+  const auto start = std::chrono::steady_clock::now();
+  if (!send(request)) return finish_dead(BatchOutcome::Kind::crashed, "before a batch");
+  std::string line;
+  ReadStatus status = read_line(&line, timeout);
+  const auto stop = std::chrono::steady_clock::now();
+  if (status == ReadStatus::timeout)
+    return finish_dead(BatchOutcome::Kind::timed_out, fmt::format("within the {:.1f} s limit for {} call(s)", timeout.count() / 1000.0, calls));
+  if (status == ReadStatus::eof) return finish_dead(BatchOutcome::Kind::crashed, "during a call");
+  BatchOutcome out;
+  out.parent_seconds = std::chrono::duration<double>(stop - start).count();
+  json answer = json::parse(line, nullptr, false);
+  if (answer.is_discarded()) {
+    out.kind = BatchOutcome::Kind::protocol_error;
+    out.detail = "the worker's reply was not valid JSON (did the kernel write to the reply pipe?)";
+    return out;
+  }
+  if (!answer.value("ok", false)) {
+    out.kind = BatchOutcome::Kind::kernel_error;
+    out.return_code = answer.value("return_code", -1);
+    out.detail = fmt::format("ob_run returned {} on call {} of the batch", out.return_code, answer.value("call", -1));
+    return out;
+  }
+  out.worker_seconds = answer.value("worker_ns", int64_t(0)) * 1e-9;
+  return out;
+}
+
+std::string WorkerClient::output_log() const {
+  if (log_fd_ < 0) return {};
+  char buffer[4096];
+  ssize_t n = pread(log_fd_, buffer, sizeof buffer, 0);
+  if (n <= 0) return {};
+  std::string text(buffer, size_t(n));
+  off_t size = lseek(log_fd_, 0, SEEK_END);
+  if (size > n) text += fmt::format("\n... ({} more bytes)", size - n);
+  return text;
+}
+
+}  // namespace opbench::cpu

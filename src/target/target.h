@@ -1,0 +1,96 @@
+// The target seam: how kernels are built, where their tensors live and how they are launched and
+// timed. The harness talks only to this interface; `cpu` implements it now and `cuda` will too.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/dtype.h"
+#include "workload/spec.h"
+
+namespace opbench {
+
+struct BuildRequest {
+  std::filesystem::path source;
+  std::string kind;                 // reference, baseline, expert, candidate: for logs and cache names
+  bool vendor_libraries = false;    // trusted implementations may link the vendor libraries (BLAS...)
+  std::vector<std::pair<std::string, std::string>> defines;  // -DNAME=VALUE, e.g. tuning parameters
+};
+
+struct BuildOutcome {
+  bool ok = false;
+  std::filesystem::path artifact;   // the built shared object
+  std::string log;                  // command line and compiler output
+  std::string cache_key;
+  std::string compiler;             // version line of the compiler used
+  bool cached = false;
+  double seconds = 0;               // compile time, 0 when served from the cache
+};
+
+// N sets of the same list of tensors (all inputs of a call, or all outputs), owned by the parent
+// and shared with workers. Every tensor has a guard region after it; writes there are detected.
+class BufferSet {
+ public:
+  virtual ~BufferSet() = default;
+  virtual int sets() const = 0;
+  virtual int tensors() const = 0;
+  virtual std::byte* data(int set, int tensor) = 0;
+  virtual size_t bytes(int tensor) const = 0;
+  // False when a kernel wrote into the canary bytes after a tensor of `set`; names the tensor.
+  virtual bool canaries_intact(int set, std::string* damaged_tensor) const = 0;
+};
+
+// The outcome of one batch of calls: `calls` consecutive calls of the kernel, call i on set
+// (first_set + i) mod sets, timed as a whole by the parent's clock.
+struct BatchOutcome {
+  enum class Kind { ok, kernel_error, crashed, timed_out, protocol_error };
+  Kind kind = Kind::ok;
+  double parent_seconds = 0;  // parent's monotonic clock, request sent to reply received
+  double worker_seconds = 0;  // the worker's own clock around the calls: data, not the figure of record
+  int return_code = 0;        // kernel_error: what ob_run returned
+  int signal = 0;             // crashed: the signal that ended the worker
+  std::string detail;
+  bool ok() const { return kind == Kind::ok; }
+};
+
+class KernelRunner {
+ public:
+  virtual ~KernelRunner() = default;
+  virtual BatchOutcome run(int first_set, int calls, std::chrono::milliseconds timeout) = 0;
+  virtual std::string output_log() const = 0;  // what the kernel printed, truncated
+  virtual std::string describe_sandbox() const = 0;
+};
+
+struct LaunchOptions {
+  int threads = 1;
+  std::chrono::milliseconds load_timeout{30000};
+};
+
+struct LaunchOutcome {
+  std::unique_ptr<KernelRunner> runner;  // null on failure
+  enum class Failure { none, rejected, crashed, timed_out } failure = Failure::none;
+  std::string reason;
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+  virtual std::string name() const = 0;
+  virtual DType float_dtype() const = 0;
+  virtual BuildOutcome build(const BuildRequest& request) = 0;
+  virtual std::unique_ptr<BufferSet> allocate(const std::vector<TensorInstance>& tensors, int sets,
+                                              const std::string& label) = 0;
+  // Starts a worker that loads `kernel` and can run it on `inputs` writing `outputs`.
+  virtual LaunchOutcome launch(const BuildOutcome& kernel, BufferSet& inputs, BufferSet& outputs,
+                               const LaunchOptions& options) = 0;
+};
+
+// The target by name ("cpu"); throws UsageError for an unknown or unavailable one.
+std::unique_ptr<Target> make_target(const std::string& name);
+
+}  // namespace opbench

@@ -1,0 +1,84 @@
+// A workload as its folder declares it (workload.toml), and the same workload resolved at one size
+// class: concrete shapes, work counts and tolerance.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/compare.h"
+#include "core/dtype.h"
+#include "core/expr.h"
+
+namespace opbench {
+
+inline const std::vector<std::string>& size_classes() {
+  static const std::vector<std::string> sizes{"test", "cpu", "full"};
+  return sizes;
+}
+
+// How an input is filled: a distribution name and its parameters, each a number or an expression
+// over the size symbols (kept as text until the workload is resolved at a size).
+struct InitSpec {
+  std::string dist;
+  std::map<std::string, std::string> params;
+};
+
+struct TensorSpec {
+  std::string name;
+  std::vector<std::string> shape;  // expressions over the size symbols, usually one symbol each
+  std::optional<DType> fixed_dtype;  // int32 metadata; floating tensors follow the target's dtype
+  InitSpec init;                   // inputs only
+};
+
+struct WorkloadSpec {
+  std::string id, category, model, op, op_class, summary, description, changes_from_jaxbench;
+  std::filesystem::path dir;
+  std::map<std::string, SymbolTable> sizes;
+  std::vector<TensorSpec> inputs, outputs;
+  std::string flops, useful_flops, min_bytes;  // expressions; useful_flops may be empty
+  std::map<std::string, Tolerance> tolerances;  // by dtype name
+
+  std::filesystem::path implementation(const std::string& kind) const { return dir / (kind + ".cpp"); }
+  bool has_implementation(const std::string& kind) const;
+};
+
+// Parses `dir/workload.toml`; throws SpecError naming the file and the problem.
+WorkloadSpec load_workload(const std::filesystem::path& dir);
+
+struct ResolvedInit {
+  std::string dist;
+  std::map<std::string, double> params;
+  double param(const std::string& name, double fallback) const;
+};
+
+struct TensorInstance {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  ResolvedInit init;
+  size_t numel() const;
+  size_t bytes() const { return numel() * dtype_size(dtype); }
+};
+
+struct ResolvedWorkload {
+  const WorkloadSpec* spec = nullptr;
+  std::string size;
+  SymbolTable symbols;  // includes `elem`, the floating element size in bytes
+  DType float_dtype = DType::f32;
+  std::vector<TensorInstance> inputs, outputs;
+  double flops = 0, useful_flops = 0, min_bytes = 0;
+  Tolerance tolerance;
+
+  size_t input_bytes() const;
+  size_t output_bytes() const;
+  double intensity() const { return min_bytes > 0 ? useful_flops / min_bytes : 0; }
+};
+
+// Resolves `spec` at a size class, with optional symbol overrides (`--set M=256`).
+ResolvedWorkload resolve_workload(const WorkloadSpec& spec, const std::string& size, const SymbolTable& overrides = {},
+                                  DType float_dtype = DType::f32);
+
+}  // namespace opbench

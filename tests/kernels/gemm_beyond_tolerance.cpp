@@ -1,0 +1,26 @@
+// Computes C correctly, then moves every element up by 1.5*(atol + rtol*|c|) (atol = rtol = 1e-3): the harness must score it incorrect (beyond tolerance).
+#include <opbench/kernel.h>
+
+#include <cmath>
+
+OB_DEFINE_ABI_VERSION()
+
+extern "C" int32_t ob_run(const ob_call* call) {
+  const ob_tensor& a = call->inputs[0];
+  const ob_tensor& b = call->inputs[1];
+  const int64_t M = a.shape[0], K = a.shape[1], N = b.shape[1];
+  const float* A = static_cast<const float*>(a.data);
+  const float* B = static_cast<const float*>(b.data);
+  float* C = static_cast<float*>(call->outputs[0].data);
+#pragma omp parallel for schedule(static) num_threads(call->num_threads > 0 ? call->num_threads : 1)
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) C[i * N + j] = 0.0f;
+    for (int64_t k = 0; k < K; ++k) {
+      const float aik = A[i * K + k];
+      for (int64_t j = 0; j < N; ++j) C[i * N + j] += aik * B[k * N + j];
+    }
+  }
+  const float atol = 1e-3f, rtol = 1e-3f;
+  for (int64_t e = 0; e < M * N; ++e) C[e] += 1.5f * (atol + rtol * std::fabs(C[e]));
+  return 0;
+}
