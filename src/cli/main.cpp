@@ -1,6 +1,7 @@
 // opbench: a benchmark suite and evaluation harness for kernel optimization.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <vector>
 
@@ -11,6 +12,9 @@
 #include "harness/result.h"
 
 int main(int argc, char** argv) {
+  // A worker that dies closes its pipes; writing to one must be an error we handle (EPIPE), not a
+  // signal that kills the harness.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"opbench: evaluate and benchmark compute kernels against honest baselines"};
   app.require_subcommand(1);
   app.set_version_flag("--version", opbench::opbench_version());

@@ -54,12 +54,12 @@ uint64_t input_hash(BufferSet& inputs, int set) {
 }
 
 // How many input sets to rotate through: enough that one pass over them is twice the last-level
-// cache (so no call finds its data warm from an earlier one), and at least `trials` and 2.
-int rotation_sets(const ResolvedWorkload& w, int trials) {
+// cache (so no call finds its data warm from an earlier one), and at least 2. Trials beyond the
+// number of sets refill a set with a new seed, so large workloads do not hold `trials` copies.
+int rotation_sets(const ResolvedWorkload& w) {
   const double per_set = double(w.input_bytes() + w.output_bytes());
   const double want = 2.0 * double(machine_info().llc_bytes);
-  int sets = int(std::ceil(want / std::max(per_set, 1.0)));
-  return std::clamp(sets, std::max(2, trials), std::max(64, trials));
+  return std::clamp(int(std::ceil(want / std::max(per_set, 1.0))), 2, 64);
 }
 
 // Checks set `set` of the candidate: values against the expected outputs, canaries, inputs intact.
@@ -154,20 +154,19 @@ Result evaluate(const WorkloadSpec& spec, const Implementation& candidate, Targe
   if (!build.ok) return finish(Status::compile_error, "the kernel did not compile; see build.log");
 
   // 2. Fresh secret inputs, one seed per set; they never leave this process.
-  const int sets = rotation_sets(w, options.trials);
+  const int sets = rotation_sets(w);
   say(fmt::format("generating {} input sets", sets));
   auto inputs = target.allocate(w.inputs, sets, "inputs");
   auto expected = target.allocate(w.outputs, sets, "baseline-outputs");
   auto got = target.allocate(w.outputs, sets, "candidate-outputs");
-  std::vector<uint64_t> hashes;
-  for (int s = 0; s < sets; ++s) {
+  std::vector<uint64_t> hashes(static_cast<size_t>(sets));
+  auto refill = [&](int s) {
     const uint64_t seed = fresh_secret_seed();
     for (size_t t = 0; t < w.inputs.size(); ++t)
-      fill_input(inputs->data(s, int(t)), w.inputs[t], derive_seed(seed, t), default_thread_count());
-    hashes.push_back(input_hash(*inputs, s));
-    poison(*expected, s);
-    poison(*got, s);
-  }
+      fill_input(inputs->data(s, int(t)), w.inputs[t], seed, t, default_thread_count());
+    hashes[size_t(s)] = input_hash(*inputs, s);
+  };
+  for (int s = 0; s < sets; ++s) refill(s);
 
   // 3. Expected outputs: the baseline on every set (this is also its warm-up).
   LaunchOptions launch_options;
@@ -202,11 +201,17 @@ Result evaluate(const WorkloadSpec& spec, const Implementation& candidate, Targe
   r.correctness.trials = options.trials;
   for (int trial = 0; trial < options.trials; ++trial) {
     say(fmt::format("correctness trial {}/{}", trial + 1, options.trials));
-    poison(*got, trial);
-    BatchOutcome b = kernel.run(trial, 1, call_limit);
+    const int set = trial % sets;
+    if (trial >= sets) {  // a fresh seed for this trial, and the baseline's answer for it
+      refill(set);
+      BatchOutcome e = baseline.run(set, 1, long_limit);
+      if (!e.ok()) throw std::runtime_error("the baseline failed: " + e.detail);
+    }
+    poison(*got, set);
+    BatchOutcome b = kernel.run(set, 1, call_limit);
     if (!b.ok()) return kernel_failed(b);
     fastest_call = std::min(fastest_call, b.parent_seconds);
-    std::string reason = verify_set(w, *inputs, *expected, *got, trial, hashes[size_t(trial)], &r.correctness);
+    std::string reason = verify_set(w, *inputs, *expected, *got, set, hashes[size_t(set)], &r.correctness);
     if (!reason.empty()) {
       r.kernel_output = kernel.output_log();
       r.correctness.reason = fmt::format("trial {}: {}", trial + 1, reason);
@@ -278,7 +283,7 @@ SingleRun run_once(const ResolvedWorkload& w, const Implementation& impl, Target
   run.inputs = target.allocate(w.inputs, 1, "inputs");
   run.outputs = target.allocate(w.outputs, 1, "outputs");
   for (size_t t = 0; t < w.inputs.size(); ++t)
-    fill_input(run.inputs->data(0, int(t)), w.inputs[t], derive_seed(seed, t), default_thread_count());
+    fill_input(run.inputs->data(0, int(t)), w.inputs[t], seed, t, default_thread_count());
   poison(*run.outputs, 0);
   LaunchOptions options;
   options.threads = threads;

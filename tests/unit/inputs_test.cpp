@@ -24,9 +24,9 @@ TensorInstance tensor(std::vector<int64_t> shape, std::string dist, std::map<std
 TEST(Inputs, SameSeedSameValuesWhateverTheThreads) {
   TensorInstance t = tensor({300, 1000}, "normal", {{"mean", 0}, {"std", 1}});
   std::vector<float> a(t.numel()), b(t.numel()), c(t.numel());
-  fill_input(a.data(), t, 42, 1);
-  fill_input(b.data(), t, 42, 4);
-  fill_input(c.data(), t, 43, 2);
+  fill_input(a.data(), t, 42, 0, 1);
+  fill_input(b.data(), t, 42, 0, 4);
+  fill_input(c.data(), t, 43, 0, 2);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
   EXPECT_NE(std::memcmp(a.data(), c.data(), a.size() * 4), 0);
 }
@@ -34,7 +34,7 @@ TEST(Inputs, SameSeedSameValuesWhateverTheThreads) {
 TEST(Inputs, NormalAndUniformHaveTheirMoments) {
   TensorInstance n = tensor({200000}, "normal", {{"mean", 1.0}, {"std", 0.1}});
   std::vector<float> v(n.numel());
-  fill_input(v.data(), n, 7, 2);
+  fill_input(v.data(), n, 7, 0, 2);
   double sum = 0, sq = 0;
   for (float x : v) sum += x, sq += x * x;
   double mean = sum / double(v.size()), var = sq / double(v.size()) - mean * mean;
@@ -42,7 +42,7 @@ TEST(Inputs, NormalAndUniformHaveTheirMoments) {
   EXPECT_NEAR(std::sqrt(var), 0.1, 0.002);
 
   TensorInstance u = tensor({200000}, "uniform", {{"low", -2}, {"high", 2}});
-  fill_input(v.data(), u, 7, 2);
+  fill_input(v.data(), u, 7, 0, 2);
   float lo = 10, hi = -10;
   for (float x : v) lo = std::min(lo, x), hi = std::max(hi, x);
   EXPECT_GE(lo, -2.0f);
@@ -53,7 +53,7 @@ TEST(Inputs, NormalAndUniformHaveTheirMoments) {
 TEST(Inputs, RowScaledNormalSpansItsDecades) {
   TensorInstance t = tensor({64, 8, 256}, "row_scaled_normal", {{"row_dims", 2}, {"scale_low", 1e-2}, {"scale_high", 1e2}});
   std::vector<float> v(t.numel());
-  fill_input(v.data(), t, 3, 2);
+  fill_input(v.data(), t, 3, 0, 2);
   double smallest = 1e30, largest = 0;
   for (int row = 0; row < 64 * 8; ++row) {
     double sq = 0;
@@ -69,7 +69,7 @@ TEST(Inputs, RowScaledNormalSpansItsDecades) {
 TEST(Inputs, UnknownDistributionIsASpecError) {
   TensorInstance t = tensor({4}, "cauchy", {});
   std::vector<float> v(4);
-  EXPECT_THROW(fill_input(v.data(), t, 1, 1), SpecError);
+  EXPECT_THROW(fill_input(v.data(), t, 1, 0, 1), SpecError);
 }
 
 }  // namespace opbench

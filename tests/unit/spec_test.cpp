@@ -53,7 +53,7 @@ TEST_F(SuiteSpec, EveryInputUsesAKnownDistribution) {
     ResolvedWorkload r = resolve_workload(w, "test");
     for (const auto& t : r.inputs) {
       std::vector<std::byte> buffer(t.bytes());
-      EXPECT_NO_THROW(fill_input(buffer.data(), t, 1, 1)) << w.id << "." << t.name;
+      EXPECT_NO_THROW(fill_input(buffer.data(), t, 1, 0, 1)) << w.id << "." << t.name;
     }
   }
 }

@@ -148,6 +148,7 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
   }
   json answer = json::parse(line, nullptr, false);
   if (answer.is_discarded() || !answer.value("ok", false)) {
+    client->finish_dead(BatchOutcome::Kind::crashed, "after refusing the kernel");
     outcome.failure = LaunchOutcome::Failure::rejected;
     outcome.reason = answer.is_discarded() ? "the worker answered garbage while loading" : answer.value("reason", std::string("load failed"));
     return outcome;
