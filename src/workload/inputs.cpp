@@ -88,6 +88,18 @@ void row_scaled_normal(const ResolvedInit& p, const TensorInstance& t, uint64_t 
   }
 }
 
+// For a tensor (..., R, C): element (..., r, c) is a normal that depends only on (..., r − c), like a
+// learned relative-position bias table t[h, i − j] broadcast to a dense (H, S, S) tensor.
+void toeplitz_normal(const ResolvedInit& p, const TensorInstance& t, uint64_t seed, uint64_t begin, uint64_t end, double* out) {
+  if (t.shape.size() < 2) throw SpecError(fmt::format("input {}: toeplitz_normal needs at least 2 dimensions", t.name));
+  const uint64_t R = uint64_t(t.shape[t.shape.size() - 2]), C = uint64_t(t.shape.back());
+  const double mean = p.param("mean", 0.0), std = p.param("std", 1.0);
+  for (uint64_t i = begin; i < end; ++i) {
+    const uint64_t prefix = i / (R * C), r = (i / C) % R, c = i % C;
+    *out++ = mean + std * standard_normal(seed, prefix * (R + C) + (r + C - c));
+  }
+}
+
 struct ElementDistribution {
   DistributionInfo info;
   RangeFn fn;
@@ -101,6 +113,7 @@ const ElementDistribution kElementDistributions[] = {
     {{"iota", "start, step", "start + step·i"}, iota},
     {{"row_scaled_normal", "row_dims, scale_low, scale_high",
       "N(0,1) times a per-row factor, log-uniform in [scale_low, scale_high]"}, row_scaled_normal},
+    {{"toeplitz_normal", "mean, std", "element (..., i, j) depends only on (..., i - j)"}, toeplitz_normal},
 };
 
 // Whole-tensor generators of integer metadata (see generators.h); they see the set seed so that

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <cstring>
 #include <vector>
 
@@ -70,6 +72,77 @@ TEST(Inputs, UnknownDistributionIsASpecError) {
   TensorInstance t = tensor({4}, "cauchy", {});
   std::vector<float> v(4);
   EXPECT_THROW(fill_input(v.data(), t, 1, 0, 1), SpecError);
+}
+
+}  // namespace opbench
+
+namespace opbench {
+
+TEST(Inputs, ToeplitzDependsOnlyOnTheDiagonal) {
+  TensorInstance t;
+  t.name = "bias";
+  t.shape = {2, 5, 5};
+  t.init.dist = "toeplitz_normal";
+  t.init.params = {{"std", 1.0}};
+  std::vector<float> v(t.numel());
+  fill_input(v.data(), t, 9, 0, 1);
+  EXPECT_EQ(v[0 * 25 + 3 * 5 + 1], v[0 * 25 + 4 * 5 + 2]);  // i - j = 2 in head 0
+  EXPECT_NE(v[0 * 25 + 3 * 5 + 1], v[1 * 25 + 3 * 5 + 1]);  // another head, another table
+  EXPECT_NE(v[0 * 25 + 3 * 5 + 1], v[0 * 25 + 3 * 5 + 2]);
+}
+
+TEST(Inputs, MetadataGeneratorsKeepTheirPromises) {
+  TensorInstance sizes;
+  sizes.name = "group_sizes";
+  sizes.dtype = DType::i32;
+  sizes.shape = {16};
+  sizes.init.dist = "partition";
+  sizes.init.params = {{"total", 1000}, {"empty", 3}, {"skew", 1.0}};
+  std::vector<int32_t> g(16);
+  fill_input(g.data(), sizes, 4, 0, 1);
+  EXPECT_EQ(std::accumulate(g.begin(), g.end(), 0), 1000);
+  EXPECT_GE(std::count(g.begin(), g.end(), 0), 3);
+  EXPECT_GT(*std::max_element(g.begin(), g.end()), 2 * 1000 / 16) << "sizes must be ragged";
+
+  TensorInstance pages;
+  pages.name = "page_indices";
+  pages.dtype = DType::i32;
+  pages.shape = {4, 8};
+  pages.init.dist = "permutation";
+  std::vector<int32_t> p(32);
+  fill_input(p.data(), pages, 4, 1, 1);
+  std::vector<int32_t> sorted = p;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(sorted[size_t(i)], i);
+  EXPECT_NE(p, sorted) << "a shuffled page table";
+
+  // The fields of one ragged batch agree with each other for one set seed.
+  auto field = [](int f, std::vector<int64_t> shape) {
+    TensorInstance t;
+    t.name = "ragged";
+    t.dtype = DType::i32;
+    t.shape = shape;
+    t.init.dist = "ragged_batch";
+    t.init.params = {{"field", double(f)}, {"tokens", 200}, {"slots", 16}, {"max_kv", 256}, {"page_size", 16}, {"chunk", 48}, {"pad_tokens", 10}};
+    return t;
+  };
+  std::vector<int32_t> kv(16), cu(17), n(1);
+  fill_input(kv.data(), field(0, {16}), 77, 3, 1);
+  fill_input(cu.data(), field(1, {17}), 77, 4, 1);
+  fill_input(n.data(), field(2, {1}), 77, 5, 1);
+  const int32_t num_seqs = n[0];
+  ASSERT_GT(num_seqs, 1);
+  ASSERT_LT(num_seqs, 16);
+  EXPECT_EQ(cu[0], 0);
+  EXPECT_EQ(cu[size_t(num_seqs)], 190) << "live tokens = tokens - pad";
+  for (int i = 0; i < num_seqs; ++i) {
+    const int32_t q_len = cu[size_t(i) + 1] - cu[size_t(i)];
+    EXPECT_GE(q_len, 1);
+    EXPECT_GE(kv[size_t(i)], q_len);
+    EXPECT_LE(kv[size_t(i)], 256);
+  }
+  EXPECT_GT(kv[size_t(num_seqs)], 0) << "the inactive slot has a real length";
+  EXPECT_EQ(cu[16], 200);
 }
 
 }  // namespace opbench

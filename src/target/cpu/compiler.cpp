@@ -57,7 +57,7 @@ CompilerConfig CompilerConfig::from_environment() {
   // so); letting candidates use AVX-512 against an AVX2 library would score the ISA, not the kernel.
   c.base_flags = {"-std=c++20", "-O3", "-march=x86-64-v3", "-mtune=native", "-fopenmp", "-fPIC", "-shared", "-fvisibility=hidden"};
   c.vendor_flags = {std::string("-I") + OPBENCH_BLAS_INCLUDE, std::string("-L") + OPBENCH_BLAS_LIBDIR,
-                    std::string("-Wl,-rpath,") + OPBENCH_BLAS_LIBDIR, "-lopenblas"};
+                    std::string("-Wl,-rpath,") + OPBENCH_BLAS_LIBDIR, "-lopenblas", "-ldnnl"};
   return c;
 }
 
