@@ -53,15 +53,6 @@ uint64_t input_hash(BufferSet& inputs, int set) {
   return h;
 }
 
-// How many input sets to rotate through: enough that one pass over them is twice the last-level
-// cache (so no call finds its data warm from an earlier one), and at least 2. Trials beyond the
-// number of sets refill a set with a new seed, so large workloads do not hold `trials` copies.
-int rotation_sets(const ResolvedWorkload& w) {
-  const double per_set = double(w.input_bytes() + w.output_bytes());
-  const double want = 2.0 * double(machine_info().llc_bytes);
-  return std::clamp(int(std::ceil(want / std::max(per_set, 1.0))), 2, 64);
-}
-
 // Checks set `set` of the candidate: values against the expected outputs, canaries, inputs intact.
 // Returns an empty string when it passes, else the reason.
 std::string verify_set(const ResolvedWorkload& w, BufferSet& inputs, BufferSet& expected, BufferSet& got, int set,
@@ -99,6 +90,19 @@ Status status_of(const BatchOutcome& b) {
 }  // namespace
 
 int default_thread_count() { return std::max(1, machine_info().logical_cpus); }
+
+// Enough sets that one pass over them is twice the last-level cache, so no call finds its data warm
+// from an earlier one. Trials beyond the number of sets refill a set with a new seed, so large
+// workloads do not hold `trials` copies.
+int rotation_sets(const ResolvedWorkload& w) {
+  const double per_set = double(w.input_bytes() + w.output_bytes());
+  const double want = 2.0 * double(machine_info().llc_bytes);
+  return std::clamp(int(std::ceil(want / std::max(per_set, 1.0))), 2, 64);
+}
+
+void fill_input_set(const ResolvedWorkload& w, BufferSet& inputs, int set, uint64_t seed) {
+  for (size_t t = 0; t < w.inputs.size(); ++t) fill_input(inputs.data(set, int(t)), w.inputs[t], seed, t, default_thread_count());
+}
 
 Implementation builtin_implementation(const WorkloadSpec& spec, const std::string& kind) {
   if (kind != "reference" && kind != "baseline" && kind != "expert")
@@ -161,9 +165,7 @@ Result evaluate(const WorkloadSpec& spec, const Implementation& candidate, Targe
   auto got = target.allocate(w.outputs, sets, "candidate-outputs");
   std::vector<uint64_t> hashes(static_cast<size_t>(sets));
   auto refill = [&](int s) {
-    const uint64_t seed = fresh_secret_seed();
-    for (size_t t = 0; t < w.inputs.size(); ++t)
-      fill_input(inputs->data(s, int(t)), w.inputs[t], seed, t, default_thread_count());
+    fill_input_set(w, *inputs, s, fresh_secret_seed());
     hashes[size_t(s)] = input_hash(*inputs, s);
   };
   for (int s = 0; s < sets; ++s) refill(s);
@@ -282,8 +284,7 @@ SingleRun run_once(const ResolvedWorkload& w, const Implementation& impl, Target
   SingleRun run;
   run.inputs = target.allocate(w.inputs, 1, "inputs");
   run.outputs = target.allocate(w.outputs, 1, "outputs");
-  for (size_t t = 0; t < w.inputs.size(); ++t)
-    fill_input(run.inputs->data(0, int(t)), w.inputs[t], seed, t, default_thread_count());
+  fill_input_set(w, *run.inputs, 0, seed);
   poison(*run.outputs, 0);
   LaunchOptions options;
   options.threads = threads;

@@ -48,4 +48,11 @@ SingleRun run_once(const ResolvedWorkload& workload, const Implementation& impl,
 
 int default_thread_count();
 
+// How many input sets an evaluation rotates through: one pass over them is at least twice the
+// last-level cache, and there are at least 2.
+int rotation_sets(const ResolvedWorkload& workload);
+
+// Fills set `set` of `inputs` from `seed` (every input tensor of the workload).
+void fill_input_set(const ResolvedWorkload& workload, BufferSet& inputs, int set, uint64_t seed);
+
 }  // namespace opbench

@@ -113,6 +113,19 @@ WorkloadSpec load_workload(const std::filesystem::path& dir) {
   }
   if (!w.tolerances.count("f32")) throw SpecError(fmt::format("{}: missing [tolerance.f32]", file));
 
+  if (const toml::array* gemms = root["gemms"].as_array()) {
+    for (const auto& node : *gemms) {
+      const toml::table* t = node.as_table();
+      if (!t) throw SpecError(fmt::format("{}: [[gemms]] entries must be tables", file));
+      GemmSpec g;
+      for (auto [key, field] : {std::pair{"m", &g.m}, {"n", &g.n}, {"k", &g.k}, {"count", &g.count}}) {
+        if (const toml::node* v = t->get(key)) *field = expression_text(*v, file + " gemms." + key);
+        else if (std::string(key) != "count") throw SpecError(fmt::format("{}: a [[gemms]] entry needs '{}'", file, key));
+      }
+      w.gemms.push_back(g);
+    }
+  }
+
   // Resolve every size once now, so a broken formula is reported when the suite loads.
   for (const auto& size : size_classes()) resolve_workload(w, size);
   return w;
@@ -185,6 +198,10 @@ ResolvedWorkload resolve_workload(const WorkloadSpec& spec, const std::string& s
   if (tol == spec.tolerances.end())
     throw SpecError(fmt::format("{}: no tolerance for dtype {}", spec.id, dtype_name(float_dtype)));
   r.tolerance = tol->second;
+  for (const auto& g : spec.gemms) {
+    auto dim = [&](const std::string& e) { return int64_t(std::llround(evaluate_expression(e, r.symbols))); };
+    r.gemms.push_back({dim(g.m), dim(g.n), dim(g.k), dim(g.count)});
+  }
   return r;
 }
 

@@ -33,6 +33,12 @@ struct TensorSpec {
   InitSpec init;                   // inputs only
 };
 
+// A GEMM the workload performs (dimensions as expressions), for comparing the baseline with the
+// bare library calls (`opbench gemm-floor`).
+struct GemmSpec {
+  std::string m, n, k, count = "1";
+};
+
 struct WorkloadSpec {
   std::string id, category, model, op, op_class, summary, description, changes_from_jaxbench;
   std::filesystem::path dir;
@@ -40,6 +46,7 @@ struct WorkloadSpec {
   std::vector<TensorSpec> inputs, outputs;
   std::string flops, useful_flops, min_bytes;  // expressions; useful_flops may be empty
   std::map<std::string, Tolerance> tolerances;  // by dtype name
+  std::vector<GemmSpec> gemms;
 
   std::filesystem::path implementation(const std::string& kind) const { return dir / (kind + ".cpp"); }
   bool has_implementation(const std::string& kind) const;
@@ -63,6 +70,11 @@ struct TensorInstance {
   size_t bytes() const { return numel() * dtype_size(dtype); }
 };
 
+struct ResolvedGemm {
+  int64_t m = 0, n = 0, k = 0, count = 1;
+  double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(count); }
+};
+
 struct ResolvedWorkload {
   const WorkloadSpec* spec = nullptr;
   std::string size;
@@ -71,6 +83,7 @@ struct ResolvedWorkload {
   std::vector<TensorInstance> inputs, outputs;
   double flops = 0, useful_flops = 0, min_bytes = 0;
   Tolerance tolerance;
+  std::vector<ResolvedGemm> gemms;
 
   size_t input_bytes() const;
   size_t output_bytes() const;

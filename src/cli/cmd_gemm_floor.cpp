@@ -1,0 +1,58 @@
+// opbench gemm-floor: a benchmark of each GEMM-dominated baseline against the bare library GEMMs
+// it performs, at the same shapes, side by side.
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "harness/evaluate.h"
+#include "harness/gemm_floor.h"
+#include "report/table.h"
+#include "target/target.h"
+#include "workload/registry.h"
+
+namespace opbench::cli {
+
+Command add_gemm_floor(CLI::App& root) {
+  auto* app = root.add_subcommand("gemm-floor", "Time each GEMM-dominated baseline against its bare library GEMMs");
+  struct Options {
+    std::string workloads = "all", size = "cpu";
+    int threads = 0;
+    double max_time = 5;
+    double limit = 1.25;
+  };
+  auto o = std::make_shared<Options>();
+  app->add_option("--workloads", o->workloads, "Comma-separated ids, prefixes or globs (default: all that declare [[gemms]])");
+  app->add_option("--size", o->size, "Size class")->check(CLI::IsMember({"test", "cpu", "full"}))->capture_default_str();
+  app->add_option("--threads", o->threads, "Threads (default: all usable cores)");
+  app->add_option("--max-time", o->max_time, "Time cap per workload, seconds")->capture_default_str();
+  app->add_option("--limit", o->limit, "Largest acceptable baseline/GEMM ratio")->capture_default_str();
+  return {app, [o] {
+            Registry registry(Registry::default_root());
+            auto target = make_target("cpu");
+            TimingOptions timing;
+            timing.max_seconds = o->max_time;
+            timing.min_seconds = std::min(timing.min_seconds, o->max_time);
+            const int threads = o->threads > 0 ? o->threads : default_thread_count();
+            TextTable table({"workload", "GEMMs", "GEMM share of FLOPs", "baseline ms", "bare GEMM ms", "baseline/GEMM", "95% CI", "verdict"});
+            int over = 0, measured = 0;
+            for (const WorkloadSpec* spec : registry.select(o->workloads)) {
+              if (spec->gemms.empty()) continue;
+              progress_line(fmt::format("{}: timing baseline and bare GEMMs", spec->id));
+              GemmFloor f = measure_gemm_floor(*spec, o->size, *target, threads, timing);
+              progress_done();
+              ++measured;
+              const bool ok = f.ratio <= o->limit;
+              if (!ok) ++over;
+              table.add_row({f.workload, std::to_string(f.gemm_count), fmt::format("{:.0f}%", 100 * f.gemm_flops / f.workload_flops),
+                             format_ms(f.baseline_ms), format_ms(f.bare_ms), fmt::format("{:.3f}", f.ratio),
+                             fmt::format("[{:.3f}, {:.3f}]", f.ci95_low, f.ci95_high), ok ? "ok" : fmt::format("over {:g}x", o->limit)});
+              fmt::print(stderr, "{}: baseline {:.3f} ms, bare GEMMs {:.3f} ms, ratio {:.3f}\n", f.workload, f.baseline_ms, f.bare_ms, f.ratio);
+            }
+            if (measured == 0) throw UsageError("no selected workload declares [[gemms]]");
+            fmt::print("{}\nsize {}, {} thread(s); ratio = paired geomean of baseline time / bare GEMM time; {} of {} over {:g}x\n",
+                       table.render(), o->size, threads, over, measured, o->limit);
+            return over == 0 ? 0 : 1;
+          }};
+}
+
+}  // namespace opbench::cli
