@@ -20,6 +20,7 @@ struct BuildRequest {
   std::string kind;                 // reference, baseline, expert, candidate: for logs and cache names
   bool vendor_libraries = false;    // trusted implementations may link the vendor libraries (BLAS...)
   std::vector<std::pair<std::string, std::string>> defines;  // -DNAME=VALUE, e.g. tuning parameters
+  std::vector<std::string> extra_flags;  // trusted tools only (the lint's operation counter)
 };
 
 struct BuildOutcome {
@@ -64,6 +65,9 @@ class KernelRunner {
   virtual BatchOutcome run(int first_set, int calls, std::chrono::milliseconds timeout) = 0;
   virtual std::string output_log() const = 0;  // what the kernel printed, truncated
   virtual std::string describe_sandbox() const = 0;
+  // Floating-point operations counted so far by a kernel built with the lint's counter
+  // (ob_count_operations); -1 when the kernel has no counter.
+  virtual int64_t operation_count() = 0;
 };
 
 struct LaunchOptions {

@@ -83,12 +83,15 @@ BuildOutcome build_kernel(const BuildRequest& request, const CompilerConfig& con
   std::vector<std::string> flags = config.base_flags;
   flags.push_back("-I" + config.include_dir.string());
   for (const auto& [name, value] : request.defines) flags.push_back(fmt::format("-D{}={}", name, value));
+  flags.insert(flags.end(), request.extra_flags.begin(), request.extra_flags.end());
   // Libraries go after the source on the command line, so they are added there below.
   outcome.compiler = compiler_version(config.compiler);
 
   std::string key_material = read_file(request.source);
   key_material += '\0' + read_file(config.include_dir / "opbench" / "kernel.h");
   key_material += '\0' + outcome.compiler;
+  for (const auto& f : request.extra_flags)  // a force-included header is part of the source
+    if (std::filesystem::is_regular_file(f)) key_material += '\0' + read_file(f);
   for (const auto& f : flags) key_material += '\0' + f;
   if (request.vendor_libraries)
     for (const auto& f : config.vendor_flags) key_material += '\0' + f;

@@ -250,6 +250,14 @@ BatchOutcome WorkerClient::run(int first_set, int calls, std::chrono::millisecon
   return out;
 }
 
+int64_t WorkerClient::operation_count() {
+  if (dead_ || !send(R"({"op":"count"})")) return -1;
+  std::string line;
+  if (read_line(&line, std::chrono::seconds(10)) != ReadStatus::line) return -1;
+  json answer = json::parse(line, nullptr, false);
+  return answer.is_discarded() ? -1 : answer.value("operations", int64_t(-1));
+}
+
 std::string WorkerClient::output_log() const {
   if (log_fd_ < 0) return {};
   char buffer[4096];

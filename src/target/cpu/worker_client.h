@@ -23,6 +23,7 @@ class WorkerClient final : public KernelRunner {
   BatchOutcome run(int first_set, int calls, std::chrono::milliseconds timeout) override;
   std::string output_log() const override;
   std::string describe_sandbox() const override { return "none (process isolation only)"; }
+  int64_t operation_count() override;
 
  private:
   WorkerClient() = default;

@@ -26,6 +26,7 @@ namespace {
 using AbiVersionFn = int32_t (*)();
 using WorkspaceFn = uint64_t (*)(const ob_call*);
 using RunFn = int32_t (*)(const ob_call*);
+using CountFn = uint64_t (*)();
 
 void reply(const json& message) {
   std::string line = message.dump() + "\n";
@@ -144,6 +145,11 @@ int main() {
     json request = json::parse(line);
     const std::string op = request.at("op").get<std::string>();
     if (op == "quit") break;
+    if (op == "count") {  // the lint's operation counter, present only in counted reference builds
+      auto count = reinterpret_cast<CountFn>(dlsym(handle, "ob_count_operations"));
+      reply({{"ok", count != nullptr}, {"operations", count ? int64_t(count()) : int64_t(-1)}});
+      continue;
+    }
     if (op != "run") {
       reply({{"ok", false}, {"status", "error"}, {"reason", "unknown op " + op}});
       continue;

@@ -11,6 +11,8 @@
 //     -> {"ok":true, "workspace_bytes":W} | {"ok":false, "status":"rejected", "reason":...}
 //   {"op":"run", "first_set":S, "calls":C}
 //     -> {"ok":true, "worker_ns":T} | {"ok":false, "return_code":R, "call":I}
+//   {"op":"count"}
+//     -> {"ok":true, "operations":N}   (kernels built with the lint's operation counter only)
 //   {"op":"quit"}   (the worker exits 0)
 #pragma once
 
