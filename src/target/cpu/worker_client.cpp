@@ -48,10 +48,15 @@ std::vector<std::string> worker_environment(int threads) {
   for (char** e = environ; *e; ++e) {
     std::string var = *e;
     if (var.rfind("OMP_NUM_THREADS=", 0) == 0 || var.rfind("OPENBLAS_NUM_THREADS=", 0) == 0 ||
-        var.rfind("GOMP_SPINCOUNT=", 0) == 0)
+        var.rfind("GOMP_SPINCOUNT=", 0) == 0 || var.rfind("OPENBLAS_CORETYPE=", 0) == 0 ||
+        var.rfind("ONEDNN_MAX_CPU_ISA=", 0) == 0)
       continue;
     env.push_back(var);
   }
+  // One instruction set for everything timed: kernels are built for x86-64-v3 (AVX2 + FMA), so the
+  // vendor libraries of the baselines run their AVX2 code paths too.
+  env.push_back("OPENBLAS_CORETYPE=Haswell");
+  env.push_back("ONEDNN_MAX_CPU_ISA=AVX2");
   env.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
   env.push_back(fmt::format("OPENBLAS_NUM_THREADS={}", threads));
   env.push_back("GOMP_SPINCOUNT=10000");
