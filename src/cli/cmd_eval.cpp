@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "harness/evaluate.h"
 #include "report/scoreboard.h"
+#include "search/tuner.h"
 #include "target/target.h"
 #include "workload/registry.h"
 
@@ -34,7 +35,10 @@ Command add_eval(CLI::App& root) {
             const WorkloadSpec& spec = registry.find(o->workload);
             Implementation impl;
             if (!o->impl.empty()) {
-              impl = builtin_implementation(spec, o->impl);
+              ResultStore store(ResultStore::default_path());
+              std::string note;
+              impl = tuned_builtin(spec, o->impl, o->flags.size, o->flags.threads > 0 ? o->flags.threads : default_thread_count(), &store, &note);
+              if (!note.empty()) fmt::print(stderr, "{} {}: {}\n", spec.id, o->impl, note);
             } else {
               if (!std::filesystem::is_regular_file(o->kernel))
                 throw UsageError(fmt::format("kernel source '{}' not found; pass the path of a .cpp file that implements include/opbench/kernel.h", o->kernel));

@@ -10,6 +10,7 @@
 #include "core/machine.h"
 #include "harness/evaluate.h"
 #include "report/scoreboard.h"
+#include "search/tuner.h"
 #include "target/target.h"
 #include "workload/registry.h"
 
@@ -75,6 +76,9 @@ Command add_run(CLI::App& root) {
               }
             fmt::print(stderr, "opbench run: {} evaluations, size {}, {} thread(s), results in {}\n", jobs.size(), options.size,
                        options.threads > 0 ? options.threads : default_thread_count(), out_dir.string());
+            std::unique_ptr<ResultStore> store;
+            if (std::find(impls.begin(), impls.end(), "expert") != impls.end()) store = std::make_unique<ResultStore>(ResultStore::default_path());
+            const int threads = options.threads > 0 ? options.threads : default_thread_count();
             std::vector<Result> results;
             const auto start = std::chrono::steady_clock::now();
             for (size_t i = 0; i < jobs.size(); ++i) {
@@ -83,7 +87,10 @@ Command add_run(CLI::App& root) {
               options.progress = [&](const std::string& s) { progress_line(prefix + ": " + s); };
               Result r;
               try {
-                r = evaluate(*job.spec, builtin_implementation(*job.spec, job.kind), *target, options);
+                std::string note;
+                Implementation impl = tuned_builtin(*job.spec, job.kind, options.size, threads, store.get(), &note);
+                if (!note.empty()) fmt::print(stderr, "{}: {}\n", prefix, note);
+                r = evaluate(*job.spec, impl, *target, options);
               } catch (const UsageError&) {
                 throw;
               } catch (const std::exception& e) {

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", opbench::opbench_version());
   std::vector<opbench::cli::Command> commands{
       opbench::cli::add_list(app), opbench::cli::add_show(app), opbench::cli::add_eval(app),
-      opbench::cli::add_run(app),  opbench::cli::add_dump(app), opbench::cli::add_gemm_floor(app), opbench::cli::add_lint(app),
+      opbench::cli::add_run(app),  opbench::cli::add_dump(app), opbench::cli::add_gemm_floor(app), opbench::cli::add_lint(app), opbench::cli::add_tune(app),
   };
   try {
     app.parse(argc, argv);

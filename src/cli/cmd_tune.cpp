@@ -1,0 +1,102 @@
+// opbench tune WORKLOAD KERNEL.cpp | --impl expert: search the kernel's declared parameters, each
+// point a full harness evaluation, results cached in SQLite.
+#include <unistd.h>
+
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "report/table.h"
+#include "search/tuner.h"
+#include "target/target.h"
+#include "workload/registry.h"
+
+namespace opbench::cli {
+namespace {
+
+std::string progress_bar(size_t done, size_t total, size_t width = 24) {
+  if (total == 0) return std::string(width, '?');
+  size_t filled = std::min(width, done * width / total);
+  return std::string(filled, '#') + std::string(width - filled, '.');
+}
+
+}  // namespace
+
+Command add_tune(CLI::App& root) {
+  auto* app = root.add_subcommand("tune", "Search a kernel's declared parameters (// opbench:param NAME values...)");
+  struct Options {
+    std::string workload, kernel, impl, db;
+    SharedEvalFlags flags;
+    TuneOptions tune;
+    int top = 10;
+  };
+  auto o = std::make_shared<Options>();
+  app->add_option("workload", o->workload, "Workload id or unique prefix")->required();
+  app->add_option("kernel", o->kernel, "Kernel source with `// opbench:param` declarations");
+  app->add_option("--impl", o->impl, "Tune a built-in implementation instead (expert)")->check(CLI::IsMember({"expert", "baseline", "reference"}));
+  app->add_option("--strategy", o->tune.strategy, "exhaustive, beam or random")->check(CLI::IsMember({"exhaustive", "beam", "random"}))->capture_default_str();
+  app->add_option("--budget", o->tune.budget, "Most new measurements (0: no limit)")->capture_default_str();
+  app->add_option("--time", o->tune.time_s, "Stop starting new measurements after this many seconds (0: no limit)")->capture_default_str();
+  app->add_option("--beam-width", o->tune.beam_width, "Points kept per beam step")->capture_default_str();
+  app->add_option("--seed", o->tune.random_seed, "Order of the random strategy")->capture_default_str();
+  app->add_option("--db", o->db, "SQLite result store (default: $OPBENCH_DB or ~/.cache/opbench/opbench.sqlite)");
+  app->add_option("--top", o->top, "Rows of the final table")->capture_default_str();
+  add_shared_eval_flags(app, o->flags, "cpu");
+  return {app, [o] {
+            if (o->kernel.empty() == o->impl.empty()) throw UsageError("give either a kernel source file or --impl expert");
+            Registry registry(Registry::default_root());
+            const WorkloadSpec& spec = registry.find(o->workload);
+            Implementation kernel;
+            if (!o->impl.empty()) {
+              kernel = builtin_implementation(spec, o->impl);
+            } else {
+              if (!std::filesystem::is_regular_file(o->kernel)) throw UsageError(fmt::format("kernel source '{}' not found", o->kernel));
+              kernel = Implementation{"candidate", o->kernel, {}};
+            }
+            auto target = make_target("cpu");
+            ResultStore store(o->db.empty() ? ResultStore::default_path() : std::filesystem::path(o->db));
+            TuneOptions options = o->tune;
+            options.eval = make_eval_options(o->flags);
+            const double space = space_size(parse_tunable_params([&] {
+              std::ifstream in(kernel.source);
+              return std::string(std::istreambuf_iterator<char>(in), {});
+            }()));
+            const size_t planned = o->tune.budget > 0 ? size_t(o->tune.budget) : size_t(space);
+            fmt::print(stderr, "tuning {} on {} ({} size), {} points in the space, strategy {}\n", kernel.source.string(), spec.id,
+                       options.eval.size, space, options.strategy);
+            auto on_point = [&](const TunedPoint& t, const TuneOutcome& so_far) {
+              auto best = so_far.best();
+              std::string line = fmt::format("[{}] {} measured, {} cached | {} {}: {}{} | best {}", progress_bar(so_far.measured, planned),
+                                             so_far.measured, so_far.cached, t.cached ? "cached" : "measured",
+                                             describe_point(t.point), status_name(t.result.status),
+                                             t.result.status == Status::correct ? fmt::format(" {:.3f}x", t.result.speedup) : "",
+                                             best ? fmt::format("{:.3f}x", best->result.speedup) : "-");
+              if (isatty(2)) progress_line(line);
+              else fmt::print(stderr, "{}\n", line);
+            };
+            TuneOutcome out = tune(spec, kernel, *target, store, options, on_point);
+            progress_done();
+            std::vector<const TunedPoint*> ranked;
+            for (const auto& v : out.visited) ranked.push_back(&v);
+            std::stable_sort(ranked.begin(), ranked.end(), [](auto* a, auto* b) {
+              bool ca = a->result.status == Status::correct, cb = b->result.status == Status::correct;
+              return ca != cb ? ca : a->result.speedup > b->result.speedup;
+            });
+            TextTable table({"rank", "parameters", "status", "median ms", "speedup", "95% CI", "source"});
+            for (size_t i = 0; i < ranked.size() && i < size_t(o->top); ++i) {
+              const auto& r = ranked[i]->result;
+              const bool ok = r.status == Status::correct;
+              table.add_row({std::to_string(i + 1), describe_point(ranked[i]->point), std::string(status_name(r.status)),
+                             ok ? format_ms(r.median_ms) : "-", ok ? fmt::format("{:.3f}", r.speedup) : "-",
+                             ok ? fmt::format("[{:.3f}, {:.3f}]", r.ci95_low, r.ci95_high) : "-", ranked[i]->cached ? "cached" : "measured"});
+            }
+            fmt::print("{}\n{} points visited: {} measured now, {} from the store; stopped: {}; {:.1f} s\n", table.render(),
+                       out.visited.size(), out.measured, out.cached, out.stop_reason, out.seconds);
+            if (auto best = out.best()) fmt::print("best: {} ({:.3f}x the baseline)\n", describe_point(best->point), best->result.speedup);
+            return out.best() ? 0 : 1;
+          }};
+}
+
+}  // namespace opbench::cli
