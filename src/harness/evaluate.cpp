@@ -12,6 +12,7 @@
 
 #include "core/compare.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/hash.h"
 #include "core/machine.h"
 #include "core/rng.h"
@@ -22,12 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string now_iso8601() {
   std::time_t t = std::time(nullptr);

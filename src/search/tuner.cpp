@@ -9,18 +9,13 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "core/hash.h"
 #include "core/rng.h"
 
 namespace opbench {
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Every point of the space, in odometer order starting from the first declared values.
 std::vector<ParamPoint> all_points(const std::vector<TunableParam>& params) {
