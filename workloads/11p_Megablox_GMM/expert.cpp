@@ -1,0 +1,450 @@
+// 11p_Megablox_GMM expert: grouped GEMM over ragged groups with a packed AVX2/FMA GEMM, no libraries.
+//
+//  - Work split: the output rows are consecutive per group, so the rows are cut into one contiguous
+//    range per thread, balanced by cost (rows, plus a per-group charge for packing that group's
+//    weights). A thread walks the groups its range touches; only a group that straddles a cut is
+//    handled by two threads (each packs its weights), and cuts close to a group boundary snap to it.
+//    No barriers, no dynamic scheduling.
+//  - Per (thread, group segment): a BLIS-style blocked GEMM: rhs[g] is packed once per KC x NC
+//    panel into 16-column slivers, the group's rows stream through it in MC-row packed blocks
+//    (6-row slivers), and a 6x16 register-tiled FMA micro-kernel (inline assembly) computes the
+//    tiles; the last sliver of a ragged group uses a kernel that computes only its 1-5 valid rows.
+//    Empty groups cost nothing. The GEMM core is the one of workloads/8p_GEMM/expert.cpp.
+//  - Rows past the sum of the group sizes are zeroed; fp32 accumulation.
+#include <opbench/kernel.h>
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if !defined(__AVX2__) || !defined(__FMA__)
+#error "expert.cpp needs AVX2 and FMA"
+#endif
+
+// opbench:param KC 256 384 512
+// Most depth of a packed panel (K block; K is cut into equal panels of at most KC, multiples of
+// 8): a KC x 16 B sliver stays in L1 while the A block streams past it.
+#ifndef KC
+#define KC 384
+#endif
+// opbench:param MC 96 144 192 288
+// Rows of lhs packed per block (multiple of 6): an MC x KC block lives in L2.
+#ifndef MC
+#define MC 144
+#endif
+// opbench:param NC 256 384 768
+// Columns of rhs[g] packed per panel (multiple of 16): the KC x NC panel lives in L2/L3.
+#ifndef NC
+#define NC 768
+#endif
+// opbench:param PACK_ROWS 0 16 64
+// Cost of packing one group's weights, in rows of compute, for balancing the threads' row ranges.
+#ifndef PACK_ROWS
+#define PACK_ROWS 16
+#endif
+
+namespace {
+
+constexpr int64_t MR = 6;
+constexpr int64_t NR = 16;
+constexpr int64_t kKC = KC;
+constexpr int64_t kMC = (MC + MR - 1) / MR * MR;
+constexpr int64_t kNC = (NC + NR - 1) / NR * NR;
+constexpr int64_t kAlign = 64;
+static_assert(kKC > 0 && kMC > 0 && kNC > 0, "block sizes must be positive");
+
+constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Per-thread scratch (floats): packed A block (+ slack for the overlapping 8-wide stores of the
+// transpose packer) and one packed B panel.
+constexpr int64_t a_block_floats() { return kMC * kKC + 64; }
+int64_t b_panel_floats(int64_t n) { return kKC * round_up(std::min(n, kNC), NR); }
+int64_t thread_floats(int64_t n) { return round_up(a_block_floats() + b_panel_floats(n), 16); }
+
+// One k step of the 6x16 tile in assembly: 2 aligned B loads, 6 broadcasts of A, 12 FMAs into
+// ymm0..ymm11 (row r in ymm(2r), ymm(2r+1)). `o` is the step's offset inside an unrolled block.
+#define OB_STEP(o)                                        \
+  "vmovaps 64*" #o "(%[b]), %%ymm12\n\t"                  \
+  "vmovaps 64*" #o "+32(%[b]), %%ymm13\n\t"               \
+  "vbroadcastss 24*" #o "+0(%[a]), %%ymm14\n\t"           \
+  "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"              \
+  "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"              \
+  "vbroadcastss 24*" #o "+4(%[a]), %%ymm15\n\t"           \
+  "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"              \
+  "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"              \
+  "vbroadcastss 24*" #o "+8(%[a]), %%ymm14\n\t"           \
+  "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"              \
+  "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"              \
+  "vbroadcastss 24*" #o "+12(%[a]), %%ymm15\n\t"          \
+  "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"              \
+  "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"              \
+  "vbroadcastss 24*" #o "+16(%[a]), %%ymm14\n\t"          \
+  "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"              \
+  "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"              \
+  "vbroadcastss 24*" #o "+20(%[a]), %%ymm15\n\t"          \
+  "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"             \
+  "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+
+// c[0:6, 0:16] (+)= a(6 x kc, k-major) * b(kc x 16, k-major, 32-byte aligned). `accumulate` is
+// false on the first K panel, so the (NaN-poisoned) output is never read before it is written.
+// The k loop is unrolled 8x; the A stream is prefetched 512 bytes ahead (3 lines per 8 steps).
+__attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, const float* b, float* c,
+                                                 int64_t ldc, bool accumulate) {
+  for (int r = 0; r < MR; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+  int64_t k8 = kc >> 3, k1 = kc & 7;
+  const int64_t ldcb = ldc * int64_t(sizeof(float)), ldc3 = 3 * ldcb;
+  float* c4 = c + 4 * ldc;
+  const int64_t acc = accumulate ? 1 : 0;
+  asm volatile(
+      "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
+      "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"
+      "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"
+      "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"
+      "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
+      "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
+      "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
+      "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
+      "vxorps %%ymm8, %%ymm8, %%ymm8\n\t"
+      "vxorps %%ymm9, %%ymm9, %%ymm9\n\t"
+      "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"
+      "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"
+      "test %[k8], %[k8]\n\t"
+      "jz 2f\n\t"
+      ".p2align 5\n\t"
+      "1:\n\t"
+      "prefetcht0 512(%[a])\n\t"
+      "prefetcht0 576(%[a])\n\t"
+      "prefetcht0 640(%[a])\n\t"
+      OB_STEP(0) OB_STEP(1) OB_STEP(2) OB_STEP(3) OB_STEP(4) OB_STEP(5) OB_STEP(6) OB_STEP(7)
+      "add $192, %[a]\n\t"
+      "add $512, %[b]\n\t"
+      "dec %[k8]\n\t"
+      "jnz 1b\n\t"
+      "2:\n\t"
+      "test %[k1], %[k1]\n\t"
+      "jz 4f\n\t"
+      "3:\n\t"
+      OB_STEP(0)
+      "add $24, %[a]\n\t"
+      "add $64, %[b]\n\t"
+      "dec %[k1]\n\t"
+      "jnz 3b\n\t"
+      "4:\n\t"
+      "test %[acc], %[acc]\n\t"
+      "jz 5f\n\t"
+      "vaddps (%[c]), %%ymm0, %%ymm0\n\t"
+      "vaddps 32(%[c]), %%ymm1, %%ymm1\n\t"
+      "vaddps (%[c],%[ldc],1), %%ymm2, %%ymm2\n\t"
+      "vaddps 32(%[c],%[ldc],1), %%ymm3, %%ymm3\n\t"
+      "vaddps (%[c],%[ldc],2), %%ymm4, %%ymm4\n\t"
+      "vaddps 32(%[c],%[ldc],2), %%ymm5, %%ymm5\n\t"
+      "vaddps (%[c],%[ldc3],1), %%ymm6, %%ymm6\n\t"
+      "vaddps 32(%[c],%[ldc3],1), %%ymm7, %%ymm7\n\t"
+      "vaddps (%[c4]), %%ymm8, %%ymm8\n\t"
+      "vaddps 32(%[c4]), %%ymm9, %%ymm9\n\t"
+      "vaddps (%[c4],%[ldc],1), %%ymm10, %%ymm10\n\t"
+      "vaddps 32(%[c4],%[ldc],1), %%ymm11, %%ymm11\n\t"
+      "5:\n\t"
+      "vmovups %%ymm0, (%[c])\n\t"
+      "vmovups %%ymm1, 32(%[c])\n\t"
+      "vmovups %%ymm2, (%[c],%[ldc],1)\n\t"
+      "vmovups %%ymm3, 32(%[c],%[ldc],1)\n\t"
+      "vmovups %%ymm4, (%[c],%[ldc],2)\n\t"
+      "vmovups %%ymm5, 32(%[c],%[ldc],2)\n\t"
+      "vmovups %%ymm6, (%[c],%[ldc3],1)\n\t"
+      "vmovups %%ymm7, 32(%[c],%[ldc3],1)\n\t"
+      "vmovups %%ymm8, (%[c4])\n\t"
+      "vmovups %%ymm9, 32(%[c4])\n\t"
+      "vmovups %%ymm10, (%[c4],%[ldc],1)\n\t"
+      "vmovups %%ymm11, 32(%[c4],%[ldc],1)\n\t"
+      "vzeroupper\n\t"
+      : [a] "+r"(a), [b] "+r"(b), [k8] "+r"(k8), [k1] "+r"(k1)
+      : [c] "r"(c), [c4] "r"(c4), [ldc] "r"(ldcb), [ldc3] "r"(ldc3), [acc] "r"(acc)
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+        "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+}
+#undef OB_STEP
+
+// A tile of R < 6 rows and all 16 columns (the last sliver of a block whose rows are not a multiple
+// of 6): only the R valid rows are computed and written.
+template <int R>
+__attribute__((noinline)) void micro_kernel_rows(int64_t kc, const float* __restrict a, const float* __restrict b,
+                                                 float* __restrict c, int64_t ldc, bool accumulate) {
+  static_assert(R >= 1 && R <= 5, "1 to 5 rows");
+  __m256 l0 = _mm256_setzero_ps(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0, l4 = l0, h4 = l0;
+#define OB_ROW(r, lo, hi)                                         \
+  if constexpr (R > r) {                                          \
+    const __m256 ak = _mm256_broadcast_ss(a + k * MR + r);        \
+    lo = _mm256_fmadd_ps(ak, b0, lo);                             \
+    hi = _mm256_fmadd_ps(ak, b1, hi);                             \
+  }
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m256 b0 = _mm256_load_ps(b + k * NR), b1 = _mm256_load_ps(b + k * NR + 8);
+    OB_ROW(0, l0, h0) OB_ROW(1, l1, h1) OB_ROW(2, l2, h2) OB_ROW(3, l3, h3) OB_ROW(4, l4, h4)
+  }
+#undef OB_ROW
+#define OB_OUT(r, lo, hi)                                                       \
+  if constexpr (R > r) {                                                        \
+    float* cr = c + r * ldc;                                                    \
+    if (accumulate) {                                                           \
+      lo = _mm256_add_ps(lo, _mm256_loadu_ps(cr));                              \
+      hi = _mm256_add_ps(hi, _mm256_loadu_ps(cr + 8));                          \
+    }                                                                           \
+    _mm256_storeu_ps(cr, lo);                                                   \
+    _mm256_storeu_ps(cr + 8, hi);                                               \
+  }
+  OB_OUT(0, l0, h0) OB_OUT(1, l1, h1) OB_OUT(2, l2, h2) OB_OUT(3, l3, h3) OB_OUT(4, l4, h4)
+#undef OB_OUT
+}
+
+// Partial tile: rows x cols valid; computed into a scratch tile and copied out.
+__attribute__((noinline)) void micro_kernel_edge(int64_t kc, const float* a, const float* b, float* c,
+                                                 int64_t ldc, bool accumulate, int64_t rows, int64_t cols) {
+  alignas(32) float edge[MR * NR];
+  micro_kernel_full(kc, a, b, edge, NR, false);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t q = 0; q < cols; ++q)
+      c[r * ldc + q] = accumulate ? c[r * ldc + q] + edge[r * NR + q] : edge[r * NR + q];
+}
+
+// 8x8 transpose of r0..r7 (in place).
+inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6,
+                       __m256& r7) {
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r0 = _mm256_permute2f128_ps(s0, s4, 0x20); r1 = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r2 = _mm256_permute2f128_ps(s2, s6, 0x20); r3 = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r4 = _mm256_permute2f128_ps(s0, s4, 0x31); r5 = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r6 = _mm256_permute2f128_ps(s2, s6, 0x31); r7 = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// Pack rows [0, mc) x k [0, kc) of A (leading dim lda) into 6-row slivers (k-major, zero rows pad
+// the last sliver). Full slivers use 8-wide loads and a transpose; the 8-wide stores overlap by two
+// floats (written in increasing order), so `out` needs 2 floats of slack at the end.
+void pack_a(int64_t mc, int64_t kc, const float* __restrict A, int64_t lda, float* __restrict out) {
+  for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+    const int64_t rows = std::min(MR, mc - i0);
+    const float* src = A + i0 * lda;
+    int64_t k = 0;
+    if (rows == MR) {
+      const __m256 z = _mm256_setzero_ps();
+      for (; k + 8 <= kc; k += 8) {
+        __m256 r0 = _mm256_loadu_ps(src + 0 * lda + k), r1 = _mm256_loadu_ps(src + 1 * lda + k);
+        __m256 r2 = _mm256_loadu_ps(src + 2 * lda + k), r3 = _mm256_loadu_ps(src + 3 * lda + k);
+        __m256 r4 = _mm256_loadu_ps(src + 4 * lda + k), r5 = _mm256_loadu_ps(src + 5 * lda + k);
+        __m256 r6 = z, r7 = z;
+        transpose8(r0, r1, r2, r3, r4, r5, r6, r7);
+        float* d = out + k * MR;
+        _mm256_storeu_ps(d + 0 * MR, r0); _mm256_storeu_ps(d + 1 * MR, r1);
+        _mm256_storeu_ps(d + 2 * MR, r2); _mm256_storeu_ps(d + 3 * MR, r3);
+        _mm256_storeu_ps(d + 4 * MR, r4); _mm256_storeu_ps(d + 5 * MR, r5);
+        _mm256_storeu_ps(d + 6 * MR, r6); _mm256_storeu_ps(d + 7 * MR, r7);
+      }
+    }
+    for (; k < kc; ++k) {
+      for (int64_t r = 0; r < rows; ++r) out[k * MR + r] = src[r * lda + k];
+      for (int64_t r = rows; r < MR; ++r) out[k * MR + r] = 0.0f;
+    }
+    out += MR * kc;
+  }
+}
+
+// Pack rows [0, kc) x columns [0, nc) of B (leading dim ldb) into 16-column slivers (k-major, zero
+// columns pad the last sliver). Row-major walk: each source row is read contiguously.
+void pack_b(int64_t kc, int64_t nc, const float* __restrict B, int64_t ldb, float* __restrict out) {
+  const int64_t full = nc / NR, rem = nc - full * NR;
+  for (int64_t k = 0; k < kc; ++k) {
+    const float* src = B + k * ldb;
+    float* dst = out + k * NR;
+    for (int64_t s = 0; s < full; ++s) {
+      _mm256_store_ps(dst + s * NR * kc, _mm256_loadu_ps(src + s * NR));
+      _mm256_store_ps(dst + s * NR * kc + 8, _mm256_loadu_ps(src + s * NR + 8));
+    }
+    if (rem) {
+      float* d = dst + full * NR * kc;
+      for (int64_t j = 0; j < rem; ++j) d[j] = src[full * NR + j];
+      for (int64_t j = rem; j < NR; ++j) d[j] = 0.0f;
+    }
+  }
+}
+
+// One GEMM job: C[0:m, 0:n] = A[0:m, 0:K] * B[0:K, 0:n].
+struct Job {
+  int64_t m = 0, n = 0, K = 0;
+  const float* A = nullptr;
+  int64_t lda = 0;
+  const float* B = nullptr;
+  int64_t ldb = 0;
+  float* C = nullptr;
+  int64_t ldc = 0;
+  int64_t mc_step() const {  // even MC blocks, so the last one is not a sliver
+    const int64_t m_blocks = (m + kMC - 1) / kMC;
+    return std::min(kMC, round_up((m + m_blocks - 1) / m_blocks, MR));
+  }
+  int64_t kc_step() const {  // even KC panels (a multiple of 8), so the last one is not thin
+    const int64_t k_blocks = (K + kKC - 1) / kKC;
+    return std::min(kKC, round_up((K + k_blocks - 1) / k_blocks, 8));
+  }
+};
+
+// Single-threaded blocked GEMM of `job`.
+void gemm_st(const Job& job, float* a_pack, float* b_pack) {
+  const int64_t m = job.m, n = job.n, K = job.K, lda = job.lda, ldb = job.ldb, ldc = job.ldc;
+  const float* A = job.A;
+  const float* B = job.B;
+  float* C = job.C;
+  const int64_t mc_step = job.mc_step();
+  const int64_t kc_step = job.kc_step();
+  for (int64_t jc = 0; jc < n; jc += kNC) {
+    const int64_t nc = std::min(kNC, n - jc);
+    const int64_t n_slivers = (nc + NR - 1) / NR;
+    for (int64_t pc = 0; pc < K; pc += kc_step) {
+      const int64_t kc = std::min(kc_step, K - pc);
+      const bool accumulate = pc > 0;
+      pack_b(kc, nc, B + pc * ldb + jc, ldb, b_pack);
+      for (int64_t ic = 0; ic < m; ic += mc_step) {
+        const int64_t mc = std::min(mc_step, m - ic);
+        pack_a(mc, kc, A + ic * lda + pc, lda, a_pack);
+        for (int64_t s = 0; s < n_slivers; ++s) {
+          const int64_t j = jc + s * NR;
+          const int64_t cols = std::min(NR, n - j);
+          const float* bp = b_pack + s * NR * kc;
+          for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+            const int64_t rows = std::min(MR, mc - i0);
+            const float* ap = a_pack + i0 * kc;
+            float* c = C + (ic + i0) * ldc + j;
+            if (cols == NR) {
+              switch (rows) {
+                case 6: micro_kernel_full(kc, ap, bp, c, ldc, accumulate); break;
+                case 5: micro_kernel_rows<5>(kc, ap, bp, c, ldc, accumulate); break;
+                case 4: micro_kernel_rows<4>(kc, ap, bp, c, ldc, accumulate); break;
+                case 3: micro_kernel_rows<3>(kc, ap, bp, c, ldc, accumulate); break;
+                case 2: micro_kernel_rows<2>(kc, ap, bp, c, ldc, accumulate); break;
+                default: micro_kernel_rows<1>(kc, ap, bp, c, ldc, accumulate); break;
+              }
+            } else {
+              micro_kernel_edge(kc, ap, bp, c, ldc, accumulate, rows, cols);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+float* align_up(void* p) {
+  const uintptr_t u = reinterpret_cast<uintptr_t>(p);
+  return reinterpret_cast<float*>((u + kAlign - 1) / kAlign * kAlign);
+}
+
+int32_t thread_count(const ob_call* call) { return std::max<int32_t>(1, call->num_threads); }
+
+uint64_t scratch_bytes(int64_t N, int32_t threads) {
+  return uint64_t(thread_floats(N)) * threads * sizeof(float) + kAlign;
+}
+
+}  // namespace
+
+OB_DEFINE_ABI_VERSION()
+
+extern "C" uint64_t ob_workspace_bytes(const ob_call* call) {
+  return scratch_bytes(call->inputs[1].shape[2], thread_count(call));
+}
+
+extern "C" int32_t ob_run(const ob_call* call) {
+  const int64_t M = call->inputs[0].shape[0], K = call->inputs[0].shape[1];
+  const int64_t G = call->inputs[1].shape[0], N = call->inputs[1].shape[2];
+  const float* lhs = static_cast<const float*>(call->inputs[0].data);
+  const float* rhs = static_cast<const float*>(call->inputs[1].data);
+  const int32_t* sizes = static_cast<const int32_t*>(call->inputs[2].data);
+  float* out = static_cast<float*>(call->outputs[0].data);
+
+  std::vector<int64_t> start(size_t(G) + 1, 0);
+  for (int64_t g = 0; g < G; ++g) {
+    if (sizes[g] < 0 || start[g] + sizes[g] > M) return 1;  // sizes must be >= 0 and sum to <= M
+    start[g + 1] = start[g] + sizes[g];
+  }
+  const int64_t rows_total = start[G];
+  if (N == 0) return 0;
+  std::memset(out + rows_total * N, 0, size_t((M - rows_total) * N) * sizeof(float));
+  if (rows_total == 0) return 0;
+  if (K == 0) {
+    std::memset(out, 0, size_t(rows_total * N) * sizeof(float));
+    return 0;
+  }
+
+  // Cut the rows [0, rows_total) into one range per thread, balanced by cost: a group costs its
+  // rows plus PACK_ROWS (packing its weights). A cut that would leave a piece of a group smaller
+  // than a few micro-tiles snaps to the group boundary.
+  const int32_t threads = int32_t(std::min<int64_t>(thread_count(call), (rows_total + MR - 1) / MR));
+  std::vector<int64_t> cut(size_t(threads) + 1, 0);
+  {
+    double total = 0;
+    for (int64_t g = 0; g < G; ++g) if (sizes[g] > 0) total += double(sizes[g]) + PACK_ROWS;
+    const int64_t snap = 4 * MR;
+    int64_t g = 0;
+    double before = 0;  // cost of the groups before g
+    for (int32_t t = 1; t < threads; ++t) {
+      const double pos = total * t / threads;
+      while (g < G && (sizes[g] == 0 || before + sizes[g] + PACK_ROWS <= pos)) {
+        if (sizes[g] > 0) before += double(sizes[g]) + PACK_ROWS;
+        ++g;
+      }
+      int64_t c = rows_total;
+      if (g < G) {
+        int64_t r = int64_t(pos - before - PACK_ROWS + 0.5);
+        r = std::max<int64_t>(0, std::min<int64_t>(sizes[g], r));
+        if (r < snap) r = 0;
+        else if (sizes[g] - r < snap) r = sizes[g];
+        c = start[g] + r;
+      }
+      cut[t] = std::max(cut[t - 1], c);
+    }
+    cut[threads] = rows_total;
+  }
+
+  const uint64_t need = scratch_bytes(N, threads);
+  void* heap = nullptr;
+  void* scratch = call->workspace;
+  if (scratch == nullptr || call->workspace_bytes < need) {
+    heap = std::malloc(need);
+    if (heap == nullptr) return 1;
+    scratch = heap;
+  }
+  float* base = align_up(scratch);
+  const int64_t per = thread_floats(N);
+
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t tid = omp_get_thread_num(), team = omp_get_num_threads();
+    float* a_pack = base + tid * per;
+    float* b_pack = a_pack + a_block_floats();  // 64-byte aligned: both sizes are multiples of 16
+    for (int64_t t = tid; t < threads; t += team) {  // one range per thread unless the team is short
+      const int64_t r0 = cut[t], r1 = cut[t + 1];
+      if (r0 >= r1) continue;
+      const int64_t g0 = std::upper_bound(start.begin(), start.end(), r0) - start.begin() - 1;
+      for (int64_t g = g0; g < G && start[g] < r1; ++g) {
+        const int64_t lo = std::max(r0, start[g]), hi = std::min(r1, start[g + 1]);
+        if (lo >= hi) continue;  // empty group
+        Job job;
+        job.m = hi - lo, job.n = N, job.K = K, job.A = lhs + lo * K, job.lda = K;
+        job.B = rhs + g * K * N, job.ldb = N, job.C = out + lo * N, job.ldc = N;
+        gemm_st(job, a_pack, b_pack);
+      }
+    }
+  }
+  std::free(heap);
+  return 0;
+}
