@@ -1,5 +1,6 @@
 #include "report/scoreboard.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -58,6 +59,21 @@ std::string render_scoreboard(const std::vector<Result>& results) {
   std::string fast;
   for (size_t i = 0; i < s.fast_p.size(); ++i) fast += fmt::format("  fast_{:g} {:.2f}", s.fast_p_thresholds[i], s.fast_p[i]);
   out += "fast_p:" + fast + "\n";
+  // With several implementation kinds in one run, each kind's own summary (experts against the
+  // baseline, say) is what a reader wants, not the mix.
+  std::vector<std::string> kinds;
+  for (const auto& r : results)
+    if (std::find(kinds.begin(), kinds.end(), r.impl.kind) == kinds.end()) kinds.push_back(r.impl.kind);
+  if (kinds.size() > 1) {
+    for (const auto& kind : kinds) {
+      std::vector<Result> of_kind;
+      for (const auto& r : results)
+        if (r.impl.kind == kind) of_kind.push_back(r);
+      ScoreboardSummary k = summarize_results(of_kind);
+      out += fmt::format("  {}: {} of {} correct, geomean speedup {:.3f} (failures as 1.0: {:.3f})\n", kind, k.correct,
+                         k.results, k.geomean_correct_only, k.geomean_failures_as_one);
+    }
+  }
   for (const auto& r : results)
     if (r.status != Status::correct) out += fmt::format("  {} {}: {}: {}\n", r.workload, r.impl.kind, status_name(r.status), r.message);
   return out;
