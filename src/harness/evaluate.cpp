@@ -151,6 +151,10 @@ Result evaluate(const WorkloadSpec& spec, const Implementation& candidate, Targe
   r.compiler = build.compiler;
   r.build_log = build.log.size() > 8000 ? build.log.substr(0, 8000) + "\n...(truncated)" : build.log;
   if (!build.ok) return finish(Status::compile_error, "the kernel did not compile; see build.log");
+  if (!candidate.trusted()) {
+    const std::string refusal = target.vet(build);
+    if (!refusal.empty()) return finish(Status::rejected, refusal);
+  }
 
   // 2. Fresh secret inputs, one seed per set; they never leave this process.
   const int sets = rotation_sets(w);

@@ -89,6 +89,9 @@ class Target {
   virtual BuildOutcome build(const BuildRequest& request) = 0;
   virtual std::unique_ptr<BufferSet> allocate(const std::vector<TensorInstance>& tensors, int sets,
                                               const std::string& label) = 0;
+  // Checks a built untrusted kernel before anything runs it: empty when it may run, else why it is
+  // rejected (a forbidden library or symbol).
+  virtual std::string vet(const BuildOutcome& kernel) = 0;
   // Starts a worker that loads `kernel` and can run it on `inputs` writing `outputs`.
   virtual LaunchOutcome launch(const BuildOutcome& kernel, BufferSet& inputs, BufferSet& outputs,
                                const LaunchOptions& options) = 0;

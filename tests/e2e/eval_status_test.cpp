@@ -64,7 +64,10 @@ INSTANTIATE_TEST_SUITE_P(
                       EvalCase{"tests/kernels/gemm_modifies_input.cpp", "incorrect", "modified its inputs"},
                       EvalCase{"tests/kernels/gemm_writes_past_end.cpp", "incorrect", "past the end of output C"},
                       EvalCase{"tests/kernels/gemm_no_entry_point.cpp", "rejected", "ob_run"},
-                      EvalCase{"tests/kernels/gemm_wrong_abi_version.cpp", "rejected", "version 999"}),
+                      EvalCase{"tests/kernels/gemm_wrong_abi_version.cpp", "rejected", "version 999"},
+                      EvalCase{"tests/kernels/gemm_dlopen_blas.cpp", "rejected", "imports dlopen"},
+                      EvalCase{"tests/kernels/gemm_calls_blas.cpp", "rejected", "imports cblas_sgemm (a vendor BLAS)"},
+                      EvalCase{"tests/kernels/gemm_forks.cpp", "rejected", "fork (new processes)"}),
     [](const ::testing::TestParamInfo<EvalCase>& info) {
       std::string name = std::filesystem::path(info.param.kernel).stem().string();
       for (char& ch : name)

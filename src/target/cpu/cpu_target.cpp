@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "target/cpu/shared_arena.h"
+#include "target/cpu/symbol_check.h"
 #include "target/cpu/worker_client.h"
 
 namespace opbench::cpu {
@@ -26,6 +27,14 @@ std::filesystem::path find_worker_program() {
 }  // namespace
 
 CpuTarget::CpuTarget() : compiler_(CompilerConfig::from_environment()), worker_program_(find_worker_program()) {}
+
+std::string CpuTarget::vet(const BuildOutcome& kernel) {
+  try {
+    return check_imports(read_dynamic_imports(kernel.artifact));
+  } catch (const std::exception& e) {
+    return std::string("the built kernel could not be inspected: ") + e.what();
+  }
+}
 
 std::unique_ptr<BufferSet> CpuTarget::allocate(const std::vector<TensorInstance>& tensors, int sets, const std::string& label) {
   return std::make_unique<SharedArena>(tensors, sets, label);

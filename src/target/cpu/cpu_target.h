@@ -13,6 +13,7 @@ class CpuTarget final : public Target {
   std::string name() const override { return "cpu"; }
   DType float_dtype() const override { return DType::f32; }
   BuildOutcome build(const BuildRequest& request) override { return build_kernel(request, compiler_); }
+  std::string vet(const BuildOutcome& kernel) override;
   std::unique_ptr<BufferSet> allocate(const std::vector<TensorInstance>& tensors, int sets, const std::string& label) override;
   LaunchOutcome launch(const BuildOutcome& kernel, BufferSet& inputs, BufferSet& outputs, const LaunchOptions& options) override;
 

@@ -1,0 +1,23 @@
+// Vetting a built kernel before it runs: the libraries it needs and the dynamic symbols it imports
+// must be on an allow-list (libc and libm basics, the C++ runtime, OpenMP, pthreads). A kernel that
+// imports dlopen, BLAS, oneDNN, fork/exec, sockets, ptrace and the like is rejected with the name.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace opbench::cpu {
+
+struct DynamicImports {
+  std::vector<std::string> needed;     // DT_NEEDED libraries
+  std::vector<std::string> undefined;  // undefined dynamic symbols
+};
+
+// Reads an ELF64 shared object; throws std::runtime_error if it is not one.
+DynamicImports read_dynamic_imports(const std::filesystem::path& shared_object);
+
+// An empty string when every import is allowed, else why not ("imports dlopen, which is not allowed: ...").
+std::string check_imports(const DynamicImports& imports);
+
+}  // namespace opbench::cpu
