@@ -2,12 +2,11 @@
 // point a full harness evaluation, results cached in SQLite.
 #include <unistd.h>
 
-#include <fstream>
-
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "report/table.h"
 #include "search/tuner.h"
 #include "target/target.h"
@@ -59,10 +58,7 @@ Command add_tune(CLI::App& root) {
             ResultStore store(o->db.empty() ? ResultStore::default_path() : std::filesystem::path(o->db));
             TuneOptions options = o->tune;
             options.eval = make_eval_options(o->flags);
-            const double space = space_size(parse_tunable_params([&] {
-              std::ifstream in(kernel.source);
-              return std::string(std::istreambuf_iterator<char>(in), {});
-            }()));
+            const double space = space_size(parse_tunable_params(read_file(kernel.source)));
             const size_t planned = o->tune.budget > 0 ? size_t(o->tune.budget) : size_t(space);
             fmt::print(stderr, "tuning {} on {} ({} size), {} points in the space, strategy {}\n", kernel.source.string(), spec.id,
                        options.eval.size, space, options.strategy);

@@ -165,13 +165,11 @@ ResolvedWorkload resolve_workload(const WorkloadSpec& spec, const std::string& s
   r.float_dtype = float_dtype;
   r.symbols = it->second;
   for (const auto& [name, value] : overrides) {
-    if (!r.symbols.count(name))
-      throw UsageError(fmt::format("{} has no shape symbol '{}' (its symbols: {})", spec.id, name,
-                                   fmt::format("{}", [&] {
-                                     std::string s;
-                                     for (const auto& [k, v] : it->second) s += (s.empty() ? "" : ", ") + k;
-                                     return s;
-                                   }())));
+    if (!r.symbols.count(name)) {
+      std::string known;
+      for (const auto& [k, v] : it->second) known += (known.empty() ? "" : ", ") + k;
+      throw UsageError(fmt::format("{} has no shape symbol '{}' (its symbols: {})", spec.id, name, known));
+    }
     r.symbols[name] = value;
   }
   r.symbols["elem"] = double(dtype_size(float_dtype));
