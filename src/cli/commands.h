@@ -41,7 +41,7 @@ struct EvalOptions;
 
 namespace opbench::cli {
 
-// Options shared by eval and run: --size, --threads, --trials, --max-time, --timeout, --set.
+// Options shared by eval and run: --size, --threads, --trials, --max-time, --timeout, --set, --sandbox.
 struct SharedEvalFlags {
   std::string size = "cpu";
   int threads = 0;
@@ -49,6 +49,7 @@ struct SharedEvalFlags {
   double max_time = 10;
   double timeout = 30;
   bool no_timing = false;
+  std::string sandbox = "on";
   std::vector<std::string> set;
 };
 void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& flags, const std::string& default_size);

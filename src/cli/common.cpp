@@ -52,6 +52,8 @@ void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f, const std::string&
   app->add_option("--timeout", f.timeout, "Seconds one call may take before the kernel counts as hung")->check(CLI::PositiveNumber)->capture_default_str();
   app->add_flag("--no-timing", f.no_timing, "Check correctness only");
   app->add_option("--set", f.set, "Override a shape symbol, e.g. --set M=256 (repeatable)");
+  app->add_option("--sandbox", f.sandbox, "Confine the workers (on); off only to measure what the sandbox costs")
+      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
 }
 
 EvalOptions make_eval_options(const SharedEvalFlags& f) {
@@ -61,6 +63,7 @@ EvalOptions make_eval_options(const SharedEvalFlags& f) {
   o.threads = f.threads;
   o.trials = f.trials;
   o.time = !f.no_timing;
+  o.sandbox = f.sandbox == "on";
   o.timing.max_seconds = f.max_time;
   o.timing.min_seconds = std::min(o.timing.min_seconds, f.max_time);
   o.timing.call_timeout_s = f.timeout;

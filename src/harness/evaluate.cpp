@@ -6,7 +6,9 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -48,9 +50,28 @@ uint64_t input_hash(BufferSet& inputs, int set) {
   return h;
 }
 
+// The baseline's outputs, copied out of shared memory into the parent's own: the only place the
+// expected answers live while a candidate runs.
+class ExpectedOutputs {
+ public:
+  ExpectedOutputs(int sets, int tensors) : tensors_(tensors), data_(size_t(sets) * size_t(tensors)) {}
+  void capture(BufferSet& from, int set) {
+    for (int t = 0; t < tensors_; ++t) {
+      const std::byte* p = from.data(set, t);
+      data_[index(set, t)].assign(p, p + from.bytes(t));
+    }
+  }
+  const std::byte* at(int set, int t) const { return data_[index(set, t)].data(); }
+
+ private:
+  size_t index(int set, int t) const { return size_t(set) * size_t(tensors_) + size_t(t); }
+  int tensors_;
+  std::vector<std::vector<std::byte>> data_;
+};
+
 // Checks set `set` of the candidate: values against the expected outputs, canaries, inputs intact.
 // Returns an empty string when it passes, else the reason.
-std::string verify_set(const ResolvedWorkload& w, BufferSet& inputs, BufferSet& expected, BufferSet& got, int set,
+std::string verify_set(const ResolvedWorkload& w, BufferSet& inputs, const ExpectedOutputs& expected, BufferSet& got, int set,
                        uint64_t input_hash_before, CorrectnessInfo* info) {
   std::string damaged;
   if (!got.canaries_intact(set, &damaged)) return "the kernel wrote past the end of output " + damaged;
@@ -59,7 +80,7 @@ std::string verify_set(const ResolvedWorkload& w, BufferSet& inputs, BufferSet& 
   std::string reason;
   for (int t = 0; t < got.tensors(); ++t) {
     const auto& tensor = w.outputs[size_t(t)];
-    Comparison c = compare_tensors(got.data(set, t), expected.data(set, t), tensor.numel(), tensor.dtype, w.tolerance);
+    Comparison c = compare_tensors(got.data(set, t), expected.at(set, t), tensor.numel(), tensor.dtype, w.tolerance);
     info->elements_checked += c.elements;
     info->mismatches += c.mismatches;
     info->non_finite += c.non_finite;
@@ -74,6 +95,19 @@ std::string verify_set(const ResolvedWorkload& w, BufferSet& inputs, BufferSet& 
   }
   return reason;
 }
+
+// After each candidate batch the parent watches the idle worker's CPU clock: an honest worker
+// spins its OpenMP pool for GOMP_SPINCOUNT=1000 iterations per thread (measured 0.01-0.05 ms in
+// all; over 1 ms when the machine is loaded), then sleeps. Anything beyond is a kernel that left
+// work running after ob_run returned.
+constexpr auto kIdleSettle = std::chrono::milliseconds(2);
+constexpr auto kIdleWatch = std::chrono::milliseconds(2);
+constexpr double kIdleSettleLimitS = 0.004;
+constexpr double kIdleSettleLimitPerThreadS = 0.0005;
+constexpr double kIdleQuietLimitS = 0.0005;
+// A candidate this much slower per call on never-seen inputs than on the timed rotation, relative
+// to the same ratio of the baseline, is reusing work across calls.
+constexpr double kFreshSlowdownLimit = 1.5;
 
 Status status_of(const BatchOutcome& b) {
   switch (b.kind) {
@@ -160,32 +194,46 @@ Result evaluate(const WorkloadSpec& spec, const Implementation& candidate, Targe
   const int sets = rotation_sets(w);
   say(fmt::format("generating {} input sets", sets));
   auto inputs = target.allocate(w.inputs, sets, "inputs");
-  auto expected = target.allocate(w.outputs, sets, "baseline-outputs");
+  auto baseline_out = target.allocate(w.outputs, sets, "baseline-outputs");
   auto got = target.allocate(w.outputs, sets, "candidate-outputs");
+  ExpectedOutputs expected(sets, int(w.outputs.size()));
   std::vector<uint64_t> hashes(static_cast<size_t>(sets));
   auto refill = [&](int s) {
     fill_input_set(w, *inputs, s, fresh_secret_seed());
     hashes[size_t(s)] = input_hash(*inputs, s);
   };
   for (int s = 0; s < sets; ++s) refill(s);
+  auto poison_batch = [&](BufferSet& outputs, int first, int calls) {
+    for (int i = 0; i < calls; ++i) poison(outputs, (first + i) % sets);
+  };
 
-  // 3. Expected outputs: the baseline on every set (this is also its warm-up).
+  // 3. Expected outputs: the baseline on every set (this is also its warm-up). The baseline runs in
+  // the same sandbox as the candidate so that both are timed under the same conditions.
   LaunchOptions launch_options;
   launch_options.threads = threads;
-  LaunchOutcome baseline_launch = target.launch(baseline_build, *inputs, *expected, launch_options);
+  launch_options.sandbox = options.sandbox;
+  LaunchOutcome baseline_launch = target.launch(baseline_build, *inputs, *baseline_out, launch_options);
   if (!baseline_launch.runner) throw std::runtime_error("the baseline did not load: " + baseline_launch.reason);
   KernelRunner& baseline = *baseline_launch.runner;
   say("computing expected outputs");
   const auto long_limit = std::chrono::milliseconds(int64_t(std::max(600.0, options.timing.call_timeout_s * sets) * 1000));
-  BatchOutcome expected_run = baseline.run(0, sets, long_limit);
-  if (!expected_run.ok()) throw std::runtime_error("the baseline failed: " + expected_run.detail);
-  for (int s = 0; s < sets; ++s) {
-    if (input_hash(*inputs, s) != hashes[size_t(s)]) throw std::runtime_error("the baseline modified its inputs");
-  }
+  auto baseline_batch = [&](int first, int calls) {
+    poison_batch(*baseline_out, first, calls);
+    BatchOutcome b = baseline.prepare(first, calls);
+    if (b.ok()) b = baseline.run(first, calls, long_limit);
+    if (!b.ok()) throw std::runtime_error("the baseline failed: " + b.detail);
+    for (int i = 0; i < calls; ++i) {
+      const int s = (first + i) % sets;
+      if (input_hash(*inputs, s) != hashes[size_t(s)]) throw std::runtime_error("the baseline modified its inputs");
+    }
+    return b;
+  };
+  BatchOutcome expected_run = baseline_batch(0, sets);
+  for (int s = 0; s < sets; ++s) expected.capture(*baseline_out, s);
 
   // 4. The candidate: load, then one checked call per trial set.
   LaunchOutcome launch = target.launch(build, *inputs, *got, launch_options);
-  r.sandbox = launch.runner ? launch.runner->describe_sandbox() : "none (process isolation only)";
+  r.sandbox = launch.runner ? launch.runner->describe_sandbox() : "";
   if (!launch.runner) {
     Status s = launch.failure == LaunchOutcome::Failure::rejected ? Status::rejected
                : launch.failure == LaunchOutcome::Failure::timed_out ? Status::timeout
@@ -197,6 +245,52 @@ Result evaluate(const WorkloadSpec& spec, const Implementation& candidate, Targe
     r.kernel_output = kernel.output_log();
     return finish(status_of(b), b.detail);
   };
+
+  // Every candidate batch: outputs poisoned and only its own sets exposed before; after, every
+  // call's outputs checked and the worker watched for work it left running. The first failure is kept.
+  std::optional<std::pair<Status, std::string>> check_failure;
+  std::optional<BatchOutcome> prepare_failure;
+  auto candidate_before = [&](int first, int calls) {
+    poison_batch(*got, first, calls);
+    BatchOutcome b = kernel.prepare(first, calls);
+    if (!b.ok()) prepare_failure = b;
+    return b.ok();
+  };
+  auto candidate_after = [&](int first, int calls, const std::string& context) {
+    for (int i = 0; i < calls; ++i) {
+      const int s = (first + i) % sets;
+      std::string reason = verify_set(w, *inputs, expected, *got, s, hashes[size_t(s)], &r.correctness);
+      ++r.integrity.calls_verified;
+      if (!reason.empty()) {
+        check_failure = {Status::incorrect, fmt::format("{}: {}", context, reason)};
+        return false;
+      }
+    }
+    // Two windows: the first lets the OpenMP pool's spin and a loaded machine's scheduling settle
+    // (a generous limit), the second must be quiet: a kernel still computing there left work running.
+    std::this_thread::sleep_for(kIdleSettle);
+    const double settled = kernel.cpu_seconds_since_reply();
+    std::this_thread::sleep_for(kIdleWatch);
+    const double later = kernel.cpu_seconds_since_reply();
+    if (settled >= 0 && later >= 0) {
+      r.integrity.max_idle_cpu_ms = std::max(r.integrity.max_idle_cpu_ms, later * 1e3);
+      const double settle_limit = kIdleSettleLimitS + kIdleSettleLimitPerThreadS * threads;
+      if (settled > settle_limit || later - settled > kIdleQuietLimitS) {
+        check_failure = {Status::untrusted,
+                         fmt::format("{}: the worker used {:.2f} ms of CPU in the {} ms after ob_run returned and {:.2f} ms in the {} ms "
+                                     "after that (work left running in the background)",
+                                     context, settled * 1e3, kIdleSettle.count(), (later - settled) * 1e3, kIdleWatch.count())};
+        return false;
+      }
+    }
+    return true;
+  };
+  auto check_failed = [&]() {
+    r.kernel_output = kernel.output_log();
+    if (check_failure->first == Status::incorrect) r.correctness.reason = check_failure->second;
+    return finish(check_failure->first, check_failure->second);
+  };
+
   const auto call_limit = std::chrono::milliseconds(int64_t(options.timing.call_timeout_s * 1000));
   double fastest_call = INFINITY;
   r.correctness.trials = options.trials;
@@ -205,43 +299,36 @@ Result evaluate(const WorkloadSpec& spec, const Implementation& candidate, Targe
     const int set = trial % sets;
     if (trial >= sets) {  // a fresh seed for this trial, and the baseline's answer for it
       refill(set);
-      BatchOutcome e = baseline.run(set, 1, long_limit);
-      if (!e.ok()) throw std::runtime_error("the baseline failed: " + e.detail);
+      baseline_batch(set, 1);
+      expected.capture(*baseline_out, set);
     }
-    poison(*got, set);
+    if (!candidate_before(set, 1)) return kernel_failed(*prepare_failure);
     BatchOutcome b = kernel.run(set, 1, call_limit);
     if (!b.ok()) return kernel_failed(b);
     fastest_call = std::min(fastest_call, b.parent_seconds);
-    std::string reason = verify_set(w, *inputs, *expected, *got, set, hashes[size_t(set)], &r.correctness);
-    if (!reason.empty()) {
-      r.kernel_output = kernel.output_log();
-      r.correctness.reason = fmt::format("trial {}: {}", trial + 1, reason);
-      return finish(Status::incorrect, r.correctness.reason);
-    }
+    if (!candidate_after(set, 1, fmt::format("trial {}", trial + 1))) return check_failed();
     ++r.correctness.passed;
   }
 
-  // 5. Paired timing against the baseline, then the timed calls' outputs are checked again.
+  // 5. Paired timing against the baseline; every timed call's outputs are checked after its batch.
   if (options.time) {
     say("timing");
-    for (int s = 0; s < sets; ++s) poison(*got, s);
     TimedSide base_side, cand_side;
     base_side.runner = &baseline;
     base_side.estimated_call_s = expected_run.parent_seconds / sets;
+    base_side.before_batch = [&](int first, int calls) {
+      // The same treatment as the candidate's outputs, so neither side finds its outputs warmer.
+      poison_batch(*baseline_out, first, calls);
+      return baseline.prepare(first, calls).ok();
+    };
     cand_side.runner = &kernel;
     cand_side.estimated_call_s = fastest_call;
+    cand_side.before_batch = candidate_before;
+    cand_side.after_batch = [&](int first, int calls) { return candidate_after(first, calls, "a timed call"); };
     PairedTiming pt = measure_paired(base_side, cand_side, sets, options.timing, options.progress);
-    if (pt.candidate_failed) return kernel_failed(pt.failure);
-    for (int s = 0; s < sets; ++s) {
-      if (!cand_side.sets_written[size_t(s)]) continue;
-      CorrectnessInfo timed;
-      std::string reason = verify_set(w, *inputs, *expected, *got, s, hashes[size_t(s)], &timed);
-      if (!reason.empty()) {
-        r.kernel_output = kernel.output_log();
-        r.correctness.reason = "a timed call: " + reason;
-        r.correctness.mismatches += timed.mismatches;
-        return finish(Status::incorrect, r.correctness.reason);
-      }
+    if (pt.candidate_failed) {
+      if (pt.stopped_by_check) return check_failure ? check_failed() : kernel_failed(*prepare_failure);
+      return kernel_failed(pt.failure);
     }
     TimingInfo t;
     std::vector<double> ms, worker_ms, base_ms, clock_ratio;
@@ -272,6 +359,28 @@ Result evaluate(const WorkloadSpec& spec, const Implementation& candidate, Targe
     const double seconds = t.per_call_ms.median * 1e-3;
     r.work.gflops_per_s = w.useful_flops / seconds * 1e-9;
     r.work.gbytes_per_s = w.min_bytes / seconds * 1e-9;
+
+    // 6. Never-seen inputs: every set refilled in place (same addresses, new contents), one call
+    // each. A kernel that remembers results by address returns stale outputs here; one that
+    // remembers them by content is as slow here as it really is, and the ratio to its timed speed
+    // gives it away. The baseline's ratio is the yardstick for what fresh data costs honestly.
+    say("checking on never-seen inputs");
+    for (int s = 0; s < sets; ++s) refill(s);
+    BatchOutcome base_fresh = baseline_batch(0, sets);
+    for (int s = 0; s < sets; ++s) expected.capture(*baseline_out, s);
+    if (!candidate_before(0, sets)) return kernel_failed(*prepare_failure);
+    BatchOutcome cand_fresh = kernel.run(0, sets, long_limit);
+    if (!cand_fresh.ok()) return kernel_failed(cand_fresh);
+    if (!candidate_after(0, sets, "a call on never-seen inputs")) return check_failed();
+    r.integrity.fresh_over_repeat = cand_fresh.parent_seconds / sets / seconds;
+    r.integrity.baseline_fresh_over_repeat = base_fresh.parent_seconds / sets / (t.baseline_per_call_ms.median * 1e-3);
+    if (r.integrity.fresh_over_repeat > kFreshSlowdownLimit * std::max(1.0, r.integrity.baseline_fresh_over_repeat)) {
+      r.kernel_output = kernel.output_log();
+      return finish(Status::untrusted,
+                    fmt::format("on never-seen inputs the kernel took {:.2f}x its timed time per call (the baseline {:.2f}x): "
+                                "it is faster on inputs it has seen before, so its timing does not stand for new data",
+                                r.integrity.fresh_over_repeat, r.integrity.baseline_fresh_over_repeat));
+    }
   }
   r.kernel_output = kernel.output_log();
   return finish(Status::correct, "");

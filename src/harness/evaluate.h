@@ -33,6 +33,7 @@ struct EvalOptions {
   int threads = 0;        // 0: every core this process may use
   int trials = 3;         // correctness trials, each on its own freshly seeded input set
   bool time = true;       // false: correctness only
+  bool sandbox = true;    // false: workers run unconfined (measuring the sandbox's cost, nothing else)
   TimingOptions timing;
   std::function<void(const std::string&)> progress;
 };

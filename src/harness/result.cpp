@@ -16,7 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::string_view kStatusNames[] = {"correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected"};
+constexpr std::string_view kStatusNames[] = {"correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected", "untrusted"};
 
 // JSON has no infinity or NaN: write null for them.
 json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -44,7 +44,7 @@ Summary summary_from(const json& j) {
 std::string_view status_name(Status s) { return kStatusNames[int(s)]; }
 
 Status parse_status(std::string_view name) {
-  for (int i = 0; i < 6; ++i)
+  for (size_t i = 0; i < std::size(kStatusNames); ++i)
     if (kStatusNames[i] == name) return Status(i);
   throw std::invalid_argument("unknown status " + std::string(name));
 }
@@ -102,6 +102,10 @@ json to_json(const Result& r) {
   j["build"] = {{"compiler", r.compiler}, {"log", r.build_log}};
   j["kernel_output"] = r.kernel_output;
   j["sandbox"] = r.sandbox;
+  j["integrity"] = {{"calls_verified", r.integrity.calls_verified},
+                    {"max_idle_cpu_ms", number(r.integrity.max_idle_cpu_ms)},
+                    {"fresh_over_repeat", number(r.integrity.fresh_over_repeat)},
+                    {"baseline_fresh_over_repeat", number(r.integrity.baseline_fresh_over_repeat)}};
   j["timestamp"] = r.timestamp;
   j["opbench_version"] = opbench_version();
   return j;
@@ -153,6 +157,13 @@ Result result_from_json(const json& j) {
   r.build_s = j.at("cost").at("build_s");
   r.eval_s = j.at("cost").at("eval_s");
   r.sandbox = j.value("sandbox", "");
+  if (j.contains("integrity")) {
+    const json& g = j.at("integrity");
+    r.integrity.calls_verified = g.value("calls_verified", size_t(0));
+    r.integrity.max_idle_cpu_ms = read_number(g, "max_idle_cpu_ms");
+    r.integrity.fresh_over_repeat = read_number(g, "fresh_over_repeat");
+    r.integrity.baseline_fresh_over_repeat = read_number(g, "baseline_fresh_over_repeat");
+  }
   r.timestamp = j.value("timestamp", "");
   return r;
 }

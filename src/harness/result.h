@@ -15,7 +15,10 @@ namespace opbench {
 inline constexpr const char* kResultSchema = "opbench.result";
 inline constexpr int kResultSchemaVersion = 1;
 
-enum class Status { correct, incorrect, compile_error, runtime_error, timeout, rejected };
+// untrusted: every output checked was right, but the harness saw the kernel game the measurement
+// (work left running after ob_run returned, time that depends on seeing inputs again); the message
+// says what. It counts as a failure everywhere.
+enum class Status { correct, incorrect, compile_error, runtime_error, timeout, rejected, untrusted };
 std::string_view status_name(Status s);
 Status parse_status(std::string_view name);
 
@@ -46,6 +49,14 @@ struct TimingInfo {
   std::vector<std::string> flags;
 };
 
+// What the harness checked beyond the outputs of the correctness trials (see docs/integrity.md).
+struct IntegrityInfo {
+  size_t calls_verified = 0;          // candidate calls whose outputs were checked (trials, timed, fresh)
+  double max_idle_cpu_ms = -1;        // most CPU the candidate's worker used between a reply and the next request
+  double fresh_over_repeat = 0;       // candidate: per-call time on never-seen inputs / timed median
+  double baseline_fresh_over_repeat = 0;  // the same for the baseline
+};
+
 struct SpeedupInfo {
   double vs_baseline = 0, ci95_low = 0, ci95_high = 0;  // geomean of paired ratios and its interval
   double median_ratio = 0;                               // baseline median / candidate median
@@ -72,6 +83,7 @@ struct Result {
   double build_s = 0, eval_s = 0;
   bool build_cached = false;
   std::string compiler, build_log, kernel_output, sandbox;
+  IntegrityInfo integrity;
   std::string timestamp;
 };
 

@@ -11,9 +11,9 @@
 namespace opbench {
 namespace {
 
-int batch_calls(double call_s, const TimingOptions& o) {
+int batch_calls(double call_s, int sets, const TimingOptions& o) {
   if (call_s <= 0) return 1;
-  return int(std::clamp(std::round(o.batch_seconds / call_s), 1.0, 100000.0));
+  return int(std::clamp(std::round(o.batch_seconds / call_s), 1.0, double(sets)));
 }
 
 std::chrono::milliseconds batch_timeout(const TimedSide& side, const TimingOptions& o) {
@@ -23,10 +23,18 @@ std::chrono::milliseconds batch_timeout(const TimedSide& side, const TimingOptio
 }
 
 // One batch of a side. Returns false when the side failed.
-bool run_batch(TimedSide& side, int sets, const TimingOptions& o, bool record, BatchOutcome* failure) {
+bool run_batch(TimedSide& side, int sets, const TimingOptions& o, bool record, BatchOutcome* failure, bool* check_failed) {
+  if (side.before_batch && !side.before_batch(side.next_set, side.calls_per_batch)) {
+    *check_failed = true;
+    return false;
+  }
   BatchOutcome b = side.runner->run(side.next_set, side.calls_per_batch, batch_timeout(side, o));
   if (!b.ok()) {
     *failure = b;
+    return false;
+  }
+  if (side.after_batch && !side.after_batch(side.next_set, side.calls_per_batch)) {
+    *check_failed = true;
     return false;
   }
   for (int i = 0; i < side.calls_per_batch && i < sets; ++i) side.sets_written[size_t((side.next_set + i) % sets)] = true;
@@ -56,19 +64,21 @@ PairedTiming measure_paired(TimedSide& baseline, TimedSide& candidate, int sets,
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   auto run_side = [&](TimedSide& side, bool record) {
     BatchOutcome failure;
-    if (run_batch(side, sets, o, record, &failure)) return true;
+    bool check_failed = false;
+    if (run_batch(side, sets, o, record, &failure, &check_failed)) return true;
     if (&side == &baseline)
-      throw std::runtime_error("the baseline failed while being timed: " + failure.detail);
+      throw std::runtime_error("the baseline failed while being timed: " + (check_failed ? std::string("a check failed") : failure.detail));
     out.candidate_failed = true;
+    out.stopped_by_check = check_failed;
     out.failure = failure;
     return false;
   };
 
   // Warm-up pair: sizes the batches from a measured call, then is discarded.
   for (TimedSide* side : {&baseline, &candidate}) {
-    side->calls_per_batch = batch_calls(side->estimated_call_s, o);
+    side->calls_per_batch = batch_calls(side->estimated_call_s, sets, o);
     if (!run_side(*side, false)) return out;
-    side->calls_per_batch = batch_calls(side->estimated_call_s, o);
+    side->calls_per_batch = batch_calls(side->estimated_call_s, sets, o);
   }
 
   for (size_t pair = 0;; ++pair) {

@@ -31,11 +31,16 @@ struct TimedSide {
   std::vector<double> worker_per_call_s;
   size_t calls = 0;
   std::vector<bool> sets_written;
+  // Run around every batch of this side, warm-up included, outside its timed window: poisoning and
+  // exposing the batch's sets before, checking its outputs after. Returning false stops the protocol
+  // (the hook keeps the reason).
+  std::function<bool(int first_set, int calls)> before_batch, after_batch;
 };
 
 struct PairedTiming {
   bool candidate_failed = false;
-  BatchOutcome failure;             // when candidate_failed
+  BatchOutcome failure;             // when candidate_failed by its runner
+  bool stopped_by_check = false;    // a before/after hook of the candidate returned false
   std::vector<double> ratios;       // baseline per-call / candidate per-call, one per pair
   size_t outlier_pairs = 0;         // pairs left out of the estimate (see drop_outlier_ratios)
   RatioEstimate estimate;           // over the pairs kept
@@ -43,7 +48,8 @@ struct PairedTiming {
   std::string stop_reason;
 };
 
-// Runs the protocol. `sets` is the number of input sets to rotate through. Throws if the trusted
+// Runs the protocol. `sets` is the number of input sets to rotate through; a batch never has more
+// calls than sets, so no set is used twice in one batch and every call's outputs can be checked. Throws if the trusted
 // baseline fails (a harness or machine problem, not the candidate's).
 PairedTiming measure_paired(TimedSide& baseline, TimedSide& candidate, int sets, const TimingOptions& options,
                             const std::function<void(const std::string&)>& progress = {});

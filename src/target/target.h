@@ -62,7 +62,13 @@ struct BatchOutcome {
 class KernelRunner {
  public:
   virtual ~KernelRunner() = default;
+  // Makes the tensors of sets first_set.. first_set+calls-1 (mod sets) the only ones the kernel can
+  // touch. run() does it too when needed; calling it first keeps that work out of the timed window.
+  virtual BatchOutcome prepare(int first_set, int calls) = 0;
   virtual BatchOutcome run(int first_set, int calls, std::chrono::milliseconds timeout) = 0;
+  // CPU seconds the worker used since it sent its last reply (while it should have been idle), or -1
+  // when that cannot be measured. A kernel that leaves work running after ob_run returns shows here.
+  virtual double cpu_seconds_since_reply() = 0;
   virtual std::string output_log() const = 0;  // what the kernel printed, truncated
   virtual std::string describe_sandbox() const = 0;
   // Floating-point operations counted so far by a kernel built with the lint's counter
@@ -73,6 +79,9 @@ class KernelRunner {
 struct LaunchOptions {
   int threads = 1;
   std::chrono::milliseconds load_timeout{30000};
+  bool sandbox = true;              // false: no namespaces, no seccomp, no limits (ablation only)
+  uint64_t memory_limit_bytes = 0;  // address-space limit of the worker beyond its arenas; 0: default
+  uint64_t cpu_limit_seconds = 0;   // CPU time of the worker, all threads; 0: default
 };
 
 struct LaunchOutcome {

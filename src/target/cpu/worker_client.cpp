@@ -9,12 +9,16 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
+#include <random>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/process.h"
+#include "core/rng.h"
+#include "target/cpu/sandbox.h"
 #include "target/cpu/worker_protocol.h"
 
 extern char** environ;
@@ -28,15 +32,38 @@ json tensor_list(SharedArena& arena, int arena_index, int set) {
   json list = json::array();
   for (int t = 0; t < arena.tensors(); ++t) {
     const auto& tensor = arena.tensor(t);
-    list.push_back({{"arena", arena_index}, {"offset", arena.offset(set, t)}, {"dtype", int(tensor.dtype)}, {"shape", tensor.shape}});
+    list.push_back({{"arena", arena_index}, {"offset", arena.offset(set, t)}, {"bytes", tensor.bytes()}, {"dtype", int(tensor.dtype)}, {"shape", tensor.shape}});
   }
   return list;
 }
 
-json arena_description(const SharedArena& arena) {
+json arena_description(const SharedArena& arena, bool writable) {
   json guards = json::array();
   for (const auto& [offset, length] : arena.guard_ranges()) guards.push_back({offset, length});
-  return {{"bytes", arena.total_bytes()}, {"guards", guards}};
+  return {{"bytes", arena.total_bytes()}, {"guards", guards}, {"writable", writable}};
+}
+
+std::string new_nonce() {
+  static std::mt19937_64 generator(fresh_secret_seed());
+  return fmt::format("{:016x}", generator());
+}
+
+// The worker below `pid`: bwrap starts a second bwrap as pid 1 of the new namespace, which starts
+// the worker. Follows only children, so it never lands on an unrelated process.
+pid_t deepest_child(pid_t pid) {
+  for (int depth = 0; depth < 3; ++depth) {
+    std::ifstream children(fmt::format("/proc/{}/task/{}/children", pid, pid));
+    pid_t child = 0;
+    if (!(children >> child) || child <= 0) break;
+    pid = child;
+  }
+  return pid;
+}
+
+double clock_seconds(clockid_t clock) {
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) return -1;
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 // The worker's environment: the parent's, with the thread count pinned and OpenMP's idle spinning
@@ -59,7 +86,7 @@ std::vector<std::string> worker_environment(int threads) {
   env.push_back("ONEDNN_MAX_CPU_ISA=AVX2");
   env.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
   env.push_back(fmt::format("OPENBLAS_NUM_THREADS={}", threads));
-  env.push_back("GOMP_SPINCOUNT=10000");
+  env.push_back("GOMP_SPINCOUNT=1000");
   return env;
 }
 
@@ -98,10 +125,20 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string program = worker_program.string();
-  char* argv[] = {program.data(), nullptr};
+  const bool namespaces = options.sandbox && namespace_support().available;
+  client->in_bwrap_ = namespaces;
+  client->sandbox_ = cpu::describe_sandbox(options.sandbox ? SandboxMode::on : SandboxMode::off);
+  std::vector<std::string> argv_strings =
+      namespaces ? bwrap_command(worker_program, kernel) : std::vector<std::string>{worker_program.string()};
+  std::vector<char*> argv;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  // The inputs go to the worker through a read-only descriptor of their memfd: its mapping can never
+  // be made writable, whatever the kernel does.
+  const int inputs_read_only = open(fmt::format("/proc/self/fd/{}", inputs.fd()).c_str(), O_RDONLY | O_CLOEXEC);
+  if (inputs_read_only < 0) throw std::runtime_error(fmt::format("cannot reopen the input arena read-only: {}", strerror(errno)));
   // Source fds for the child's fixed slots, in slot order from fd 1.
-  const int sources[] = {client->log_fd_, client->log_fd_, to_worker[0], from_worker[1], inputs.fd(), outputs.fd()};
+  const int sources[] = {client->log_fd_, client->log_fd_, to_worker[0], from_worker[1], inputs_read_only, outputs.fd()};
   const int parent_pid = getpid();
 
   pid_t pid = fork();
@@ -117,10 +154,11 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
     close_range(7, ~0U, 0);
-    execve(argv[0], argv, envp.data());
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   setpgid(pid, pid);  // also here, so a kill of the group cannot race the child's own call
+  close(inputs_read_only);
   close(to_worker[0]);
   close(from_worker[1]);
   client->pid_ = pid;
@@ -128,9 +166,16 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
   client->reply_fd_ = from_worker[0];
 
   json load = {{"op", "load"},
-               {"kernel", std::filesystem::absolute(kernel).string()},
+               {"kernel", namespaces ? std::string(kSandboxKernelPath) : std::filesystem::absolute(kernel).string()},
                {"threads", options.threads},
-               {"arenas", {arena_description(inputs), arena_description(outputs)}}};
+               {"arenas", {arena_description(inputs, false), arena_description(outputs, true)}}};
+  if (options.sandbox) {
+    const uint64_t headroom = options.memory_limit_bytes ? options.memory_limit_bytes : (8ull << 30);
+    load["confine"] = {{"address_space_bytes", inputs.total_bytes() + outputs.total_bytes() + headroom},
+                       {"cpu_seconds", options.cpu_limit_seconds ? options.cpu_limit_seconds : 3600},
+                       {"open_files", 64},
+                       {"deny_file_writes", !namespaces}};
+  }
   json in_sets = json::array(), out_sets = json::array();
   for (int s = 0; s < inputs.sets(); ++s) {
     in_sets.push_back(tensor_list(inputs, 0, s));
@@ -138,6 +183,8 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
   }
   load["inputs"] = std::move(in_sets);
   load["outputs"] = std::move(out_sets);
+  const std::string nonce = new_nonce();
+  load["nonce"] = nonce;
   client->send(load.dump());
 
   std::string line;
@@ -152,12 +199,22 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
     return outcome;
   }
   json answer = json::parse(line, nullptr, false);
-  if (answer.is_discarded() || !answer.value("ok", false)) {
+  const bool genuine = !answer.is_discarded() && answer.value("nonce", std::string()) == nonce;
+  if (!genuine || !answer.value("ok", false)) {
     client->finish_dead(BatchOutcome::Kind::crashed, "after refusing the kernel");
-    outcome.failure = LaunchOutcome::Failure::rejected;
-    outcome.reason = answer.is_discarded() ? "the worker answered garbage while loading" : answer.value("reason", std::string("load failed"));
+    const std::string status_word = genuine ? answer.value("status", std::string()) : std::string();
+    // A forbidden system call or a fault during loading (a static constructor) is the kernel's runtime error.
+    outcome.failure = status_word == "rejected" ? LaunchOutcome::Failure::rejected : LaunchOutcome::Failure::crashed;
+    if (genuine && status_word == "error") throw std::runtime_error("the worker failed to start: " + answer.value("reason", std::string("?")));
+    outcome.reason = !genuine ? "the worker's answer to loading was not its own (garbage or a forged report while loading)"
+                              : answer.value("reason", std::string("load failed"));
     return outcome;
   }
+  if (clockid_t clock; clock_getcpuclockid(deepest_child(client->pid_), &clock) == 0) {
+    client->cpu_clock_ = clock;
+    client->has_cpu_clock_ = clock_seconds(clock) >= 0;
+  }
+  client->note_reply();
   outcome.runner = std::move(client);
   return outcome;
 }
@@ -217,6 +274,10 @@ BatchOutcome WorkerClient::finish_dead(BatchOutcome::Kind kind, const std::strin
   } else if (WIFSIGNALED(status)) {
     out.signal = WTERMSIG(status);
     out.detail = fmt::format("the worker died of {} {}", describe_signal(out.signal), context);
+  } else if (WIFEXITED(status) && in_bwrap_ && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 128 + 65) {
+    // bwrap reports a worker killed by signal N as exit status 128 + N.
+    out.signal = WEXITSTATUS(status) - 128;
+    out.detail = fmt::format("the worker died of {} {}", describe_signal(out.signal), context);
   } else if (WIFEXITED(status)) {
     out.detail = fmt::format("the worker exited with code {} {}", WEXITSTATUS(status), context);
   } else {
@@ -226,25 +287,72 @@ BatchOutcome WorkerClient::finish_dead(BatchOutcome::Kind kind, const std::strin
   return out;
 }
 
-BatchOutcome WorkerClient::run(int first_set, int calls, std::chrono::milliseconds timeout) {
+void WorkerClient::note_reply() {
+  if (has_cpu_clock_) cpu_at_reply_ = clock_seconds(cpu_clock_);
+}
+
+double WorkerClient::cpu_seconds_since_reply() {
+  if (!has_cpu_clock_ || dead_) return -1;
+  double now = clock_seconds(cpu_clock_);
+  return now < 0 ? -1 : now - cpu_at_reply_;
+}
+
+BatchOutcome WorkerClient::request(json message, std::chrono::milliseconds timeout, const std::string& context, json* answer) {
   if (dead_) return *dead_;
-  const std::string request = fmt::format(R"({{"op":"run","first_set":{},"calls":{}}})", first_set, calls);
+  BatchOutcome out;
+  // Anything already waiting in the reply pipe was written by nobody the parent asked.
+  pollfd p{reply_fd_, POLLIN, 0};
+  if (!buffer_.empty() || poll(&p, 1, 0) > 0) {
+    std::string extra;
+    read_line(&extra, std::chrono::milliseconds(1));
+    if (extra.empty()) extra = buffer_;
+    BatchOutcome dead = finish_dead(BatchOutcome::Kind::protocol_error, context);
+    dead.detail = fmt::format("the worker's reply pipe held a report nobody asked for (a kernel forging the worker's answers?): {:.120}", extra);
+    dead_ = dead;
+    return dead;
+  }
+  const std::string nonce = new_nonce();
+  message["nonce"] = nonce;
   const auto start = std::chrono::steady_clock::now();
-  if (!send(request)) return finish_dead(BatchOutcome::Kind::crashed, "before a batch");
+  if (!send(message.dump())) return finish_dead(BatchOutcome::Kind::crashed, "before " + context);
   std::string line;
   ReadStatus status = read_line(&line, timeout);
   const auto stop = std::chrono::steady_clock::now();
   if (status == ReadStatus::timeout)
-    return finish_dead(BatchOutcome::Kind::timed_out, fmt::format("within the {:.1f} s limit for {} call(s)", timeout.count() / 1000.0, calls));
-  if (status == ReadStatus::eof) return finish_dead(BatchOutcome::Kind::crashed, "during a call");
-  BatchOutcome out;
+    return finish_dead(BatchOutcome::Kind::timed_out, fmt::format("within the {:.1f} s limit for {}", timeout.count() / 1000.0, context));
+  if (status == ReadStatus::eof) return finish_dead(BatchOutcome::Kind::crashed, "during " + context);
+  note_reply();
   out.parent_seconds = std::chrono::duration<double>(stop - start).count();
-  json answer = json::parse(line, nullptr, false);
-  if (answer.is_discarded()) {
-    out.kind = BatchOutcome::Kind::protocol_error;
-    out.detail = "the worker's reply was not valid JSON (did the kernel write to the reply pipe?)";
-    return out;
+  *answer = json::parse(line, nullptr, false);
+  if (answer->is_discarded() || answer->value("nonce", std::string()) != nonce) {
+    BatchOutcome dead = finish_dead(BatchOutcome::Kind::protocol_error, context);
+    dead.detail = answer->is_discarded()
+                      ? fmt::format("the worker's reply was not valid JSON (did the kernel write to the reply pipe?): {:.120}", line)
+                      : fmt::format("a reply without this request's nonce (a forged report?): {:.120}", line);
+    dead_ = dead;
+    return dead;
   }
+  const std::string word = answer->value("status", std::string());
+  if (word == "forbidden_syscall" || word == "fault") {
+    BatchOutcome dead = finish_dead(BatchOutcome::Kind::crashed, context);
+    dead.detail = answer->value("reason", word);
+    dead_ = dead;
+    return dead;
+  }
+  return out;
+}
+
+BatchOutcome WorkerClient::prepare(int first_set, int calls) {
+  json answer;
+  return request({{"op", "expose"}, {"first_set", first_set}, {"calls", calls}}, std::chrono::seconds(60),
+                 "exposing a batch's tensors", &answer);
+}
+
+BatchOutcome WorkerClient::run(int first_set, int calls, std::chrono::milliseconds timeout) {
+  json answer;
+  BatchOutcome out = request({{"op", "run"}, {"first_set", first_set}, {"calls", calls}}, timeout,
+                             fmt::format("a batch of {} call(s)", calls), &answer);
+  if (!out.ok()) return out;
   if (!answer.value("ok", false)) {
     out.kind = BatchOutcome::Kind::kernel_error;
     out.return_code = answer.value("return_code", -1);
@@ -256,11 +364,9 @@ BatchOutcome WorkerClient::run(int first_set, int calls, std::chrono::millisecon
 }
 
 int64_t WorkerClient::operation_count() {
-  if (dead_ || !send(R"({"op":"count"})")) return -1;
-  std::string line;
-  if (read_line(&line, std::chrono::seconds(10)) != ReadStatus::line) return -1;
-  json answer = json::parse(line, nullptr, false);
-  return answer.is_discarded() ? -1 : answer.value("operations", int64_t(-1));
+  json answer;
+  if (!request({{"op", "count"}}, std::chrono::seconds(10), "counting operations", &answer).ok()) return -1;
+  return answer.value("operations", int64_t(-1));
 }
 
 std::string WorkerClient::output_log() const {

@@ -1,6 +1,8 @@
 // opbench-worker: loads one kernel and runs it on shared-memory tensors when the parent asks.
-// It holds no secrets: no seeds, no expected outputs, only the tensors of the calls it runs.
+// It holds no secrets: no seeds, no expected outputs, only the tensors of the calls it runs, and of
+// those only the ones of the batch it is running are mapped accessible (see `expose`).
 #include <dlfcn.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 
 #include <opbench/kernel.h>
 
+#include "target/cpu/worker_confine.h"
 #include "target/cpu/worker_protocol.h"
 
 using nlohmann::json;
@@ -28,8 +31,7 @@ using WorkspaceFn = uint64_t (*)(const ob_call*);
 using RunFn = int32_t (*)(const ob_call*);
 using CountFn = uint64_t (*)();
 
-void reply(const json& message) {
-  std::string line = message.dump() + "\n";
+void write_all(const std::string& line) {
   const char* p = line.data();
   size_t left = line.size();
   while (left > 0) {
@@ -38,6 +40,13 @@ void reply(const json& message) {
     p += n;
     left -= size_t(n);
   }
+}
+
+std::string g_nonce;  // of the request being answered: the parent drops replies that lack it
+
+void reply(json message) {
+  message["nonce"] = g_nonce;
+  write_all(message.dump() + "\n");
 }
 
 [[noreturn]] void reject(const std::string& reason) {
@@ -51,12 +60,79 @@ int64_t now_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// One tensor's pages in the worker's address space, for exposing and hiding it and for naming it
+// when a fault lands there. Kept in fixed arrays: the SIGSEGV handler reads them.
+struct Region {
+  std::byte* begin;
+  std::byte* end;
+  int set;
+  int tensor;
+  bool input;
+};
+constexpr int kMaxRegions = 8192;
+Region g_regions[kMaxRegions];
+int g_region_count = 0;
+int g_exposed_first = -1, g_exposed_count = 0, g_sets = 0;
+
+bool set_exposed(int set) {
+  if (g_exposed_first < 0 || g_sets == 0) return false;
+  return (set - g_exposed_first + g_sets) % g_sets < g_exposed_count;
+}
+
+void append(char* buffer, size_t* used, size_t capacity, const char* text) {
+  while (*text && *used + 1 < capacity) buffer[(*used)++] = *text++;
+}
+
+void append_number(char* buffer, size_t* used, size_t capacity, long value) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = char('0' + value % 10);
+    value /= 10;
+  } while (value && n < 22);
+  while (n > 0 && *used + 1 < capacity) buffer[(*used)++] = digits[--n];
+}
+
+// A fault inside the arenas is the kernel touching a tensor it was not given: say which, then leave.
+// Anywhere else it is an ordinary crash: restore the default action and let it happen.
+void on_sigsegv(int sig, siginfo_t* info, void*) {
+  auto* address = static_cast<std::byte*>(info->si_addr);
+  for (int i = 0; i < g_region_count; ++i) {
+    const Region& r = g_regions[i];
+    if (address < r.begin || address >= r.end) continue;
+    char line[512];
+    size_t used = 0;
+    append(line, &used, sizeof line, "{\"ok\":false,\"status\":\"fault\",\"nonce\":\"");
+    append(line, &used, sizeof line, g_nonce.c_str());
+    append(line, &used, sizeof line, "\",\"reason\":\"");
+    if (set_exposed(r.set) && r.input) {
+      append(line, &used, sizeof line, "the kernel wrote to input ");
+      append_number(line, &used, sizeof line, r.tensor);
+      append(line, &used, sizeof line, ", which is read-only");
+    } else {
+      append(line, &used, sizeof line, "the kernel touched ");
+      append(line, &used, sizeof line, r.input ? "input " : "output ");
+      append_number(line, &used, sizeof line, r.tensor);
+      append(line, &used, sizeof line, " of input set ");
+      append_number(line, &used, sizeof line, r.set);
+      append(line, &used, sizeof line, ", which belongs to no call of this batch (only the current calls' tensors are mapped)");
+    }
+    append(line, &used, sizeof line, "\"}\n");
+    ssize_t ignored = write(kReplyFd, line, used);
+    (void)ignored;
+    _exit(122);
+  }
+  signal(sig, SIG_DFL);
+}
+
 struct Call {
   std::vector<ob_tensor> inputs, outputs;
   ob_call call{};
 };
 
-std::vector<ob_tensor> tensors_of(const json& list, const std::vector<std::byte*>& arenas) {
+size_t page_size() { return size_t(sysconf(_SC_PAGESIZE)); }
+
+std::vector<ob_tensor> tensors_of(const json& list, const std::vector<std::byte*>& arenas, int set, bool input) {
   std::vector<ob_tensor> out;
   for (const auto& t : list) {
     ob_tensor tensor{};
@@ -65,9 +141,36 @@ std::vector<ob_tensor> tensors_of(const json& list, const std::vector<std::byte*
     const auto& shape = t.at("shape");
     tensor.rank = int32_t(shape.size());
     for (size_t i = 0; i < shape.size() && i < OB_MAX_RANK; ++i) tensor.shape[i] = shape[i].get<int64_t>();
+    const size_t bytes = t.at("bytes").get<size_t>();
+    if (g_region_count < kMaxRegions) {
+      auto* begin = static_cast<std::byte*>(tensor.data);
+      g_regions[g_region_count++] = {begin, begin + (bytes + page_size() - 1) / page_size() * page_size(), set,
+                                     int(out.size()), input};
+    }
     out.push_back(tensor);
   }
   return out;
+}
+
+void protect_set(int set, bool accessible) {
+  for (int i = 0; i < g_region_count; ++i) {
+    const Region& r = g_regions[i];
+    if (r.set != set || r.end == r.begin) continue;
+    int prot = !accessible ? PROT_NONE : r.input ? PROT_READ : PROT_READ | PROT_WRITE;
+    mprotect(r.begin, size_t(r.end - r.begin), prot);
+  }
+}
+
+// Makes sets first..first+count-1 (mod sets) accessible and every other set inaccessible.
+void expose(int first, int count) {
+  count = std::min(count, g_sets);
+  for (int s = 0; s < g_sets; ++s) {
+    bool was = set_exposed(s);
+    bool want = (s - first + g_sets) % g_sets < count;
+    if (was != want) protect_set(s, want);
+  }
+  g_exposed_first = first;
+  g_exposed_count = count;
 }
 
 }  // namespace
@@ -79,13 +182,17 @@ int main() {
   size_t capacity = 0;
   if (getline(&line, &capacity, commands) <= 0) return 2;
   json load = json::parse(line);
+  g_nonce = load.value("nonce", std::string());
 
   std::vector<std::byte*> arenas;
   int index = 0;
   for (const auto& a : load.at("arenas")) {
     size_t bytes = a.at("bytes").get<size_t>();
+    const bool writable = a.value("writable", true);
     // MAP_POPULATE maps every page now, in bulk, instead of one fault at a time in the first calls.
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, kFirstArenaFd + index, 0);
+    // The inputs arrive through a read-only descriptor: no mprotect can make them writable.
+    void* p = mmap(nullptr, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_POPULATE,
+                   kFirstArenaFd + index, 0);
     if (p == MAP_FAILED) {
       reply({{"ok", false}, {"status", "error"}, {"reason", std::string("mmap failed: ") + strerror(errno)}});
       return 2;
@@ -95,6 +202,39 @@ int main() {
     close(kFirstArenaFd + index);
     arenas.push_back(base);
     ++index;
+  }
+
+  std::vector<Call> calls;
+  const auto& input_sets = load.at("inputs");
+  const auto& output_sets = load.at("outputs");
+  for (size_t s = 0; s < input_sets.size(); ++s) {
+    Call c;
+    c.inputs = tensors_of(input_sets[s], arenas, int(s), true);
+    c.outputs = tensors_of(output_sets[s], arenas, int(s), false);
+    calls.push_back(std::move(c));
+  }
+  g_sets = int(calls.size());
+  // Every set starts hidden; a batch exposes its own.
+  for (int s = 0; s < g_sets; ++s) protect_set(s, false);
+  struct sigaction sa{};
+  sa.sa_sigaction = on_sigsegv;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, nullptr);
+  sigaction(SIGBUS, &sa, nullptr);
+
+  // Confinement comes before the kernel is loaded: its static constructors run under the filter.
+  if (load.contains("confine")) {
+    const auto& c = load.at("confine");
+    ConfineLimits limits;
+    limits.address_space_bytes = c.value("address_space_bytes", uint64_t(0));
+    limits.cpu_seconds = c.value("cpu_seconds", uint64_t(0));
+    limits.open_files = c.value("open_files", uint64_t(64));
+    limits.deny_file_writes = c.value("deny_file_writes", false);
+    if (std::string error = confine_worker(limits, kReplyFd); !error.empty()) {
+      reply({{"ok", false}, {"status", "error"}, {"reason", "the worker could not confine itself: " + error}});
+      return 2;
+    }
   }
 
   const std::string kernel_path = load.at("kernel").get<std::string>();
@@ -110,15 +250,6 @@ int main() {
            std::to_string(OB_ABI_VERSION));
 
   const int threads = load.at("threads").get<int>();
-  std::vector<Call> calls;
-  const auto& input_sets = load.at("inputs");
-  const auto& output_sets = load.at("outputs");
-  for (size_t s = 0; s < input_sets.size(); ++s) {
-    Call c;
-    c.inputs = tensors_of(input_sets[s], arenas);
-    c.outputs = tensors_of(output_sets[s], arenas);
-    calls.push_back(std::move(c));
-  }
   uint64_t workspace_size = 0;
   for (auto& c : calls) {
     c.call.inputs = c.inputs.data();
@@ -143,6 +274,7 @@ int main() {
 
   while (getline(&line, &capacity, commands) > 0) {
     json request = json::parse(line);
+    g_nonce = request.value("nonce", std::string());
     const std::string op = request.at("op").get<std::string>();
     if (op == "quit") break;
     if (op == "count") {  // the lint's operation counter, present only in counted reference builds
@@ -150,13 +282,20 @@ int main() {
       reply({{"ok", count != nullptr}, {"operations", count ? int64_t(count()) : int64_t(-1)}});
       continue;
     }
-    if (op != "run") {
+    if (op != "run" && op != "expose") {
       reply({{"ok", false}, {"status", "error"}, {"reason", "unknown op " + op}});
       continue;
     }
     const int64_t first = request.at("first_set").get<int64_t>();
     const int64_t count = request.at("calls").get<int64_t>();
     const int64_t sets = int64_t(calls.size());
+    // Exposing is its own request so that its mprotect calls stay out of the timed window.
+    if (op == "expose" || g_exposed_first != int(first % sets) || g_exposed_count < std::min(count, sets))
+      expose(int(first % sets), int(std::min(count, sets)));
+    if (op == "expose") {
+      reply({{"ok", true}});
+      continue;
+    }
     int32_t rc = 0;
     int64_t failed_call = -1;
     const int64_t start = now_ns();
