@@ -1,6 +1,8 @@
 // opbench: a benchmark suite and evaluation harness for kernel optimization.
 #include <CLI/CLI.hpp>
 
+#include <sys/prctl.h>
+
 #include <csignal>
 #include <cstdio>
 #include <vector>
@@ -15,6 +17,10 @@ int main(int argc, char** argv) {
   // A worker that dies closes its pipes; writing to one must be an error we handle (EPIPE), not a
   // signal that kills the harness.
   std::signal(SIGPIPE, SIG_IGN);
+  // The harness holds the expected outputs and the seeds: not dumpable, so processes of the same
+  // user without CAP_SYS_PTRACE (the workers drop every capability) cannot read its memory
+  // through /proc/PID/mem.
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   CLI::App app{"opbench: evaluate and benchmark compute kernels against honest baselines"};
   app.require_subcommand(1);
   app.set_version_flag("--version", opbench::opbench_version());

@@ -103,6 +103,7 @@ json to_json(const Result& r) {
   j["kernel_output"] = r.kernel_output;
   j["sandbox"] = r.sandbox;
   j["integrity"] = {{"calls_verified", r.integrity.calls_verified},
+                    {"batches_watched", r.integrity.batches_watched},
                     {"max_idle_cpu_ms", number(r.integrity.max_idle_cpu_ms)},
                     {"fresh_over_repeat", number(r.integrity.fresh_over_repeat)},
                     {"baseline_fresh_over_repeat", number(r.integrity.baseline_fresh_over_repeat)}};
@@ -160,6 +161,7 @@ Result result_from_json(const json& j) {
   if (j.contains("integrity")) {
     const json& g = j.at("integrity");
     r.integrity.calls_verified = g.value("calls_verified", size_t(0));
+    r.integrity.batches_watched = g.value("batches_watched", size_t(0));
     r.integrity.max_idle_cpu_ms = read_number(g, "max_idle_cpu_ms");
     r.integrity.fresh_over_repeat = read_number(g, "fresh_over_repeat");
     r.integrity.baseline_fresh_over_repeat = read_number(g, "baseline_fresh_over_repeat");

@@ -52,8 +52,9 @@ struct TimingInfo {
 // What the harness checked beyond the outputs of the correctness trials (see docs/integrity.md).
 struct IntegrityInfo {
   size_t calls_verified = 0;          // candidate calls whose outputs were checked (trials, timed, fresh)
-  double max_idle_cpu_ms = -1;        // most CPU the candidate's worker used between a reply and the next request
-  double fresh_over_repeat = 0;       // candidate: per-call time on never-seen inputs / timed median
+  size_t batches_watched = 0;         // batches after which the idle worker's CPU clock was watched
+  double max_idle_cpu_ms = -1;        // most CPU the candidate's worker used in a watch window
+  double fresh_over_repeat = 0;       // candidate: per-call time on never-seen inputs / on seen inputs (median of rounds)
   double baseline_fresh_over_repeat = 0;  // the same for the baseline
 };
 

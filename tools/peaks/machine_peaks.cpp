@@ -7,7 +7,8 @@
 //
 // What it measures, each as the median of --reps repetitions:
 //  - fp32 FMA throughput with AVX2 (vfmadd on ymm), one thread and all threads, for 4, 8, 12 and 14
-//    independent accumulator chains (the 4- and 8-chain rows show what too few chains cost);
+//    independent accumulator chains (the 4- and 8-chain rows show what too few chains cost), and the
+//    latency of one dependent FMA or add chain;
 //  - streaming memory bandwidth on arrays of --mib MiB (default 256) each, one thread and all threads:
 //    read (sum), copy (normal stores and streaming stores) and write (normal and streaming stores);
 //  - what a gather or a masked load/store costs against contiguous loads and stores, data in L1;
@@ -86,6 +87,22 @@ double fma_gflops(int threads, int64_t steps) {
   }
   g_sink = sink;
   return double(threads) * double(steps) * CHAINS * 8 * 2 / t * 1e-9;
+}
+
+// Latency of one dependent chain: each step needs the previous result. ADD selects vaddps, else vfmadd.
+template <bool ADD>
+double chain_ns(int64_t steps, int reps) {
+  std::vector<double> v;
+  for (int r = 0; r < reps + 1; ++r) {
+    __m256 x = _mm256_set1_ps(1.0f);
+    const __m256 m = _mm256_set1_ps(0.9999f), c = _mm256_set1_ps(1e-4f);
+    auto t0 = Clock::now();
+    for (int64_t s = 0; s < steps; ++s) x = ADD ? _mm256_add_ps(x, c) : _mm256_fmadd_ps(x, m, c);
+    const double t = seconds_since(t0);
+    g_sink = _mm256_cvtss_f32(x);
+    if (r > 0) v.push_back(t / double(steps) * 1e9);
+  }
+  return median(v);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -281,7 +298,19 @@ int main(int argc, char** argv) {
   fma_row("4 independent accumulators", fma_gflops<4>);
   fma_row("8 independent accumulators", fma_gflops<8>);
   fma_row("12 independent accumulators", fma_gflops<12>);
+  double peak_one = 0;
+  {
+    std::vector<double> one;
+    for (int r = 0; r < reps; ++r) one.push_back(fma_gflops<14>(1, steps));
+    peak_one = median(one);
+  }
   fma_row("14 independent accumulators", fma_gflops<14>);
+  // The clock implied by the 1-thread peak, if the core retires 2 ymm FMAs (32 FLOP) per cycle.
+  const double ghz = peak_one / 32.0;
+  const double fma_lat = chain_ns<false>(steps / 4, reps), add_lat = chain_ns<true>(steps / 4, reps);
+  std::printf("\nlatency of a dependent chain, 1 thread            ns   cycles at %.2f GHz (= 1-thread peak / 32 FLOP)\n", ghz);
+  std::printf("  %-40s %8.3f %8.1f\n", "vfmadd (ymm)", fma_lat, fma_lat * ghz);
+  std::printf("  %-40s %8.3f %8.1f\n", "vaddps (ymm)", add_lat, add_lat * ghz);
 
   // ---- DRAM bandwidth ----
   const int64_t n = mib * (1 << 20) / int64_t(sizeof(float)) / (64 * 64) * (64 * 64);  // a multiple of 64 floats per thread

@@ -30,6 +30,22 @@ namespace opbench::cpu {
 namespace {
 
 
+// The names in `#include "NAME"` lines of a source text.
+std::vector<std::string> local_includes(const std::string& text) {
+  std::vector<std::string> names;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t hash = line.find_first_not_of(" \t");
+    if (hash == std::string::npos || line.compare(hash, 1, "#") != 0) continue;
+    const size_t word = line.find("include", hash);
+    const size_t open = line.find('"', hash);
+    if (word == std::string::npos || open == std::string::npos || open < word) continue;
+    const size_t close = line.find('"', open + 1);
+    if (close != std::string::npos) names.push_back(line.substr(open + 1, close - open - 1));
+  }
+  return names;
+}
+
 }  // namespace
 
 CompilerConfig CompilerConfig::from_environment() {
@@ -82,8 +98,14 @@ BuildOutcome build_kernel(const BuildRequest& request, const CompilerConfig& con
   // Libraries go after the source on the command line, so they are added there below.
   outcome.compiler = compiler_version(config.compiler);
 
-  std::string key_material = read_file(request.source);
+  const std::string source_text = read_file(request.source);
+  std::string key_material = source_text;
   key_material += '\0' + read_file(config.include_dir / "opbench" / "kernel.h");
+  // Headers included with quotes from the source's own folder are part of what gets built.
+  for (const std::string& header : local_includes(source_text)) {
+    const auto path = request.source.parent_path() / header;
+    if (std::filesystem::is_regular_file(path)) key_material += '\0' + read_file(path);
+  }
   key_material += '\0' + outcome.compiler;
   for (const auto& f : request.extra_flags)  // a force-included header is part of the source
     if (std::filesystem::is_regular_file(f)) key_material += '\0' + read_file(f);

@@ -102,8 +102,10 @@ DynamicImports read_dynamic_imports(const std::filesystem::path& path) {
     if (s.sh_type == SHT_DYNSYM) {
       const auto* symbols = at<Elf64_Sym>(bytes, s.sh_offset, s.sh_size / sizeof(Elf64_Sym));
       for (uint64_t k = 0; k < s.sh_size / sizeof(Elf64_Sym); ++k) {
-        if (symbols[k].st_shndx != SHN_UNDEF || symbols[k].st_name == 0) continue;
-        out.undefined.push_back(string_at(bytes, strtab, symbols[k].st_name));
+        if (symbols[k].st_name == 0) continue;
+        const int binding = ELF64_ST_BIND(symbols[k].st_info);
+        if (symbols[k].st_shndx == SHN_UNDEF) out.undefined.push_back(string_at(bytes, strtab, symbols[k].st_name));
+        else if (binding == STB_GLOBAL || binding == STB_WEAK) out.exported.push_back(string_at(bytes, strtab, symbols[k].st_name));
       }
     } else if (s.sh_type == SHT_DYNAMIC) {
       const auto* entries = at<Elf64_Dyn>(bytes, s.sh_offset, s.sh_size / sizeof(Elf64_Dyn));
@@ -121,8 +123,19 @@ std::string check_imports(const DynamicImports& imports) {
   std::string forbidden;
   for (const auto& name : imports.undefined)
     if (!allowed_symbol(name)) forbidden += fmt::format("{}{} ({})", forbidden.empty() ? "" : ", ", name, why_forbidden(name));
-  if (forbidden.empty()) return {};
-  return fmt::format("the kernel imports {}, which is not allowed", forbidden);
+  if (!forbidden.empty()) return fmt::format("the kernel imports {}, which is not allowed", forbidden);
+  // Exports: the entry points, C++ vague-linkage instances (mangled _Z names) and the linker's own
+  // markers. A plain C name (clock_gettime, malloc) would shadow the runtime's.
+  std::string shadowing;
+  for (const auto& name : imports.exported) {
+    if (name.rfind("ob_", 0) == 0 || name.rfind("_Z", 0) == 0 || name == "_init" || name == "_fini" || name == "_edata" ||
+        name == "_end" || name == "__bss_start")
+      continue;
+    shadowing += fmt::format("{}{}", shadowing.empty() ? "" : ", ", name);
+  }
+  if (!shadowing.empty())
+    return fmt::format("the kernel exports {}; a kernel may export only its ob_* entry points (use static or an anonymous namespace)", shadowing);
+  return {};
 }
 
 }  // namespace opbench::cpu

@@ -12,12 +12,14 @@ namespace opbench::cpu {
 struct DynamicImports {
   std::vector<std::string> needed;     // DT_NEEDED libraries
   std::vector<std::string> undefined;  // undefined dynamic symbols
+  std::vector<std::string> exported;   // defined global or weak dynamic symbols
 };
 
 // Reads an ELF64 shared object; throws std::runtime_error if it is not one.
 DynamicImports read_dynamic_imports(const std::filesystem::path& shared_object);
 
-// An empty string when every import is allowed, else why not ("imports dlopen, which is not allowed: ...").
+// An empty string when every import is allowed and the kernel exports nothing but its ob_* entry
+// points (and C++ inline/template instances), else why not ("imports dlopen, which is not allowed: ...").
 std::string check_imports(const DynamicImports& imports);
 
 }  // namespace opbench::cpu

@@ -106,6 +106,8 @@ WorkerClient::~WorkerClient() {
     if (pid_ > 0) {
       kill(-pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
+    } else if (group_ > 0) {
+      kill(-group_, SIGKILL);  // whatever the kernel left behind in the worker's process group
     }
   }
   for (int fd : {command_fd_, reply_fd_, log_fd_})
@@ -162,6 +164,7 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
   close(to_worker[0]);
   close(from_worker[1]);
   client->pid_ = pid;
+  client->group_ = pid;
   client->command_fd_ = to_worker[1];
   client->reply_fd_ = from_worker[0];
 

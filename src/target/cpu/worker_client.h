@@ -50,6 +50,7 @@ class WorkerClient final : public KernelRunner {
   double cpu_at_reply_ = 0;
   std::string sandbox_;
   bool in_bwrap_ = false;
+  pid_t group_ = -1;         // the worker's process group, for cleaning up after it
   int command_fd_ = -1, reply_fd_ = -1, log_fd_ = -1;
   std::string buffer_;
   std::optional<BatchOutcome> dead_;  // once the worker is gone every later batch reports this

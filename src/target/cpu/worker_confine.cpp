@@ -30,6 +30,7 @@ constexpr int kMaxForbidden = 96;
 Forbidden g_forbidden[kMaxForbidden];
 int g_forbidden_count = 0;
 int g_reply_fd = -1;
+const char* g_nonce = "";
 
 void append(char* buffer, size_t* used, size_t capacity, const char* text) {
   while (*text && *used + 1 < capacity) buffer[(*used)++] = *text++;
@@ -62,7 +63,9 @@ void on_sigsys(int, siginfo_t* info, void*) {
     }
   char line[512];
   size_t used = 0;
-  append(line, &used, sizeof line, "{\"ok\":false,\"status\":\"forbidden_syscall\",\"reason\":\"the kernel made the system call ");
+  append(line, &used, sizeof line, "{\"ok\":false,\"status\":\"forbidden_syscall\",\"nonce\":\"");
+  append(line, &used, sizeof line, g_nonce);
+  append(line, &used, sizeof line, "\",\"reason\":\"the kernel made the system call ");
   append(line, &used, sizeof line, name);
   append(line, &used, sizeof line, " (");
   append_number(line, &used, sizeof line, nr);
@@ -212,8 +215,9 @@ std::string install_filter(const ConfineLimits& limits) {
 
 }  // namespace
 
-std::string confine_worker(const ConfineLimits& limits, int reply_fd) {
+std::string confine_worker(const ConfineLimits& limits, int reply_fd, const char* nonce) {
   g_reply_fd = reply_fd;
+  g_nonce = nonce;
   // Other processes of this user may not read this one's memory or files under /proc.
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return std::string("PR_SET_DUMPABLE: ") + strerror(errno);
   struct Limit {

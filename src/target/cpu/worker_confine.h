@@ -19,7 +19,8 @@ struct ConfineLimits {
 
 // Applies everything; returns an empty string on success, else what could not be applied (the
 // caller reports it and refuses to run the kernel: a half-confined worker must not pass for a
-// confined one). `reply_fd` is where the SIGSYS handler reports a forbidden system call.
-std::string confine_worker(const ConfineLimits& limits, int reply_fd);
+// confined one). `reply_fd` is where the SIGSYS handler reports a forbidden system call, with the
+// nonce of the request being served, read from `nonce` (a NUL-terminated buffer the worker keeps current).
+std::string confine_worker(const ConfineLimits& limits, int reply_fd, const char* nonce);
 
 }  // namespace opbench::cpu

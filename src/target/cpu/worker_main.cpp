@@ -42,10 +42,16 @@ void write_all(const std::string& line) {
   }
 }
 
-std::string g_nonce;  // of the request being answered: the parent drops replies that lack it
+// The nonce of the request being answered: the parent drops replies that lack it. A fixed buffer,
+// because the signal handlers read it too.
+char g_nonce[64] = "";
+
+void set_nonce(const std::string& nonce) {
+  std::snprintf(g_nonce, sizeof g_nonce, "%s", nonce.c_str());
+}
 
 void reply(json message) {
-  message["nonce"] = g_nonce;
+  message["nonce"] = std::string(g_nonce);
   write_all(message.dump() + "\n");
 }
 
@@ -103,7 +109,7 @@ void on_sigsegv(int sig, siginfo_t* info, void*) {
     char line[512];
     size_t used = 0;
     append(line, &used, sizeof line, "{\"ok\":false,\"status\":\"fault\",\"nonce\":\"");
-    append(line, &used, sizeof line, g_nonce.c_str());
+    append(line, &used, sizeof line, g_nonce);
     append(line, &used, sizeof line, "\",\"reason\":\"");
     if (set_exposed(r.set) && r.input) {
       append(line, &used, sizeof line, "the kernel wrote to input ");
@@ -182,7 +188,7 @@ int main() {
   size_t capacity = 0;
   if (getline(&line, &capacity, commands) <= 0) return 2;
   json load = json::parse(line);
-  g_nonce = load.value("nonce", std::string());
+  set_nonce(load.value("nonce", std::string()));
 
   std::vector<std::byte*> arenas;
   int index = 0;
@@ -231,7 +237,7 @@ int main() {
     limits.cpu_seconds = c.value("cpu_seconds", uint64_t(0));
     limits.open_files = c.value("open_files", uint64_t(64));
     limits.deny_file_writes = c.value("deny_file_writes", false);
-    if (std::string error = confine_worker(limits, kReplyFd); !error.empty()) {
+    if (std::string error = confine_worker(limits, kReplyFd, g_nonce); !error.empty()) {
       reply({{"ok", false}, {"status", "error"}, {"reason", "the worker could not confine itself: " + error}});
       return 2;
     }
@@ -274,7 +280,7 @@ int main() {
 
   while (getline(&line, &capacity, commands) > 0) {
     json request = json::parse(line);
-    g_nonce = request.value("nonce", std::string());
+    set_nonce(request.value("nonce", std::string()));
     const std::string op = request.at("op").get<std::string>();
     if (op == "quit") break;
     if (op == "count") {  // the lint's operation counter, present only in counted reference builds
