@@ -25,6 +25,9 @@ Command add_dump(CLI::App& root);
 Command add_gemm_floor(CLI::App& root);
 Command add_lint(CLI::App& root);
 Command add_tune(CLI::App& root);
+Command add_prompt(CLI::App& root);
+Command add_search(CLI::App& root);
+Command add_leaderboard(CLI::App& root);
 
 // Parses "--set M=256" values into a symbol table; throws UsageError on a malformed one.
 SymbolTable parse_overrides(const std::vector<std::string>& assignments);

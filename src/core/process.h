@@ -17,6 +17,16 @@ struct ProcessOutcome {
 
 ProcessOutcome run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
 
+// Runs a program with `input` on its stdin; stdout and stderr are kept apart (each capped at 16 MiB).
+struct ProcessIo {
+  int exit_code = -1;
+  int signal = 0;
+  bool timed_out = false;
+  std::string out, err;
+  bool ok() const { return exit_code == 0 && signal == 0 && !timed_out; }
+};
+ProcessIo run_process_io(const std::vector<std::string>& argv, const std::string& input, std::chrono::milliseconds timeout);
+
 // "SIGSEGV (Segmentation fault)"
 std::string describe_signal(int signal);
 

@@ -50,7 +50,7 @@ SingleRun run_once(const ResolvedWorkload& workload, const Implementation& impl,
 int default_thread_count();
 
 // How many input sets an evaluation rotates through: one pass over them is at least twice the
-// last-level cache, and there are at least 2.
+// last-level cache, as many as fit in 256 MiB, at least 2 and at most 64.
 int rotation_sets(const ResolvedWorkload& workload);
 
 // Fills set `set` of `inputs` from `seed` (every input tensor of the workload).

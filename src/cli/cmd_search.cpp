@@ -1,0 +1,94 @@
+// opbench search WORKLOAD... --proposer SPEC: beam search over candidates from a proposer, each
+// evaluated by the harness; state under --out so an interrupted search resumes.
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "search/beam_search.h"
+#include "target/target.h"
+#include "workload/registry.h"
+
+namespace opbench::cli {
+
+void print_search_summary(const SearchSummary& s) {
+  fmt::print("\n{} with {}: {}\n", s.workload, s.proposer, s.stop_reason);
+  fmt::print("  best speedup over the baseline  {}\n",
+             s.best_speedup > 0 ? fmt::format("{:.3f}x ({:.4f} ms vs {:.4f} ms)  {}", s.best_speedup, s.best_ms, s.baseline_ms, s.best_source)
+                                : std::string("none (no correct candidate)"));
+  if (s.expert_speedup > 0)
+    fmt::print("  share of the expert             {:.2f} (expert {:.3f}x)\n", s.share_of_expert, s.expert_speedup);
+  fmt::print("  candidates                      {} evaluated ({} new in this run), {} built, {} correct: {:.0f}% correct; {} duplicates skipped\n",
+             s.evaluated, s.evaluated_now, s.built, s.correct, 100 * s.correctness_rate(), s.duplicates);
+  fmt::print("  machine time                    build {:.1f} s, evaluation {:.1f} s; proposer {:.1f} s{}\n", s.build_s, s.eval_s, s.proposer_s,
+             s.proposer_failures ? fmt::format(", {} proposer failures", s.proposer_failures) : "");
+  if (s.prompt_tokens || s.completion_tokens) fmt::print("  tokens                          {} prompt, {} completion\n", s.prompt_tokens, s.completion_tokens);
+  fmt::print("  pays back after                 {}\n",
+             s.payback_calls > 0 ? fmt::format("{:.0f} calls of the kernel", s.payback_calls) : std::string("never (no speedup)"));
+}
+
+Command add_search(CLI::App& root) {
+  auto* app = root.add_subcommand("search", "Beam search over kernels written by a proposer (an agent, a program, the tuner)");
+  struct Options {
+    std::vector<std::string> workloads;
+    std::string proposer, out = "results/search", start, context = "full", label, expert = "on";
+    SearchOptions search;
+    SharedEvalFlags flags;
+  };
+  auto o = std::make_shared<Options>();
+  app->add_option("workloads", o->workloads, "Workload ids or unique prefixes")->required();
+  app->add_option("--proposer", o->proposer, "cmd:PROGRAM [ARGS], openai:MODEL or tune")->required();
+  app->add_option("--out", o->out, "Folder of the search's state, candidates, logs and summaries")->capture_default_str();
+  app->add_option("--label", o->label, "Name of this run on the leaderboard (default: the proposer)");
+  app->add_option("--beam-width", o->search.beam_width, "Kernels kept per iteration")->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_option("--plans", o->search.plans_per_parent, "Plans asked for per parent")->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_option("--impls", o->search.impls_per_plan, "Implementations asked for per plan")->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_option("--iterations", o->search.iterations, "Optimization iterations")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app->add_option("--menu-dropout", o->search.menu_dropout, "Share of optimization-menu entries left out of each plan prompt")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app->add_option("--repairs", o->search.repairs, "Times a failed candidate is sent back with its errors")->capture_default_str();
+  app->add_option("--context", o->context, "full, or none for prompts without the curated context")->check(CLI::IsMember({"full", "none"}))->capture_default_str();
+  app->add_option("--start", o->start, "Start from this kernel instead of translating the reference (default for tune: the expert)");
+  app->add_option("--expert", o->expert, "Evaluate the expert for the share-of-expert figure")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+  app->add_option("--max-evals", o->search.max_evals, "Stop after this many new evaluations; run again to resume")->capture_default_str();
+  app->add_option("--seed", o->search.seed, "Seed of the requests (menu dropout, proposer sampling)")->capture_default_str();
+  add_shared_eval_flags(app, o->flags, "cpu");
+  return {app, [o] {
+            Registry registry(Registry::default_root());
+            std::vector<const WorkloadSpec*> specs;
+            for (const auto& w : o->workloads) specs.push_back(&registry.find(w));
+            if (!o->start.empty() && !std::filesystem::is_regular_file(o->start)) throw UsageError(fmt::format("start kernel '{}' not found", o->start));
+            if (!o->start.empty() && specs.size() > 1) throw UsageError("--start applies to one workload at a time");
+            auto proposer = make_proposer(o->proposer);
+            auto target = make_target("cpu");
+            SearchOptions options = o->search;
+            options.eval = make_eval_options(o->flags);
+            options.out_dir = o->out;
+            options.start = o->start;
+            options.context = o->context == "full";
+            options.compare_expert = o->expert == "on";
+            std::filesystem::create_directories(options.out_dir);
+            nlohmann::json run = {{"schema", "opbench.search.run"},
+                                  {"version", 1},
+                                  {"label", o->label.empty() ? proposer->name() : o->label},
+                                  {"proposer", proposer->name()},
+                                  {"settings",
+                                   {{"beam_width", options.beam_width}, {"plans", options.plans_per_parent}, {"impls", options.impls_per_plan},
+                                    {"iterations", options.iterations}, {"menu_dropout", options.menu_dropout}, {"repairs", options.repairs},
+                                    {"context", o->context}, {"size", options.eval.size}}},
+                                  {"workloads", nlohmann::json::array()}};
+            bool complete = true;
+            for (const WorkloadSpec* spec : specs) {
+              SearchSummary s = beam_search(*spec, *proposer, *target, options, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+              print_search_summary(s);
+              run["workloads"].push_back(s.to_json());
+              complete = complete && s.stop_reason.find("--max-evals") == std::string::npos;
+            }
+            write_file_atomic(options.out_dir / "run.json", run.dump(2));
+            fmt::print("\nwrote {}\n", (options.out_dir / "run.json").string());
+            if (!complete) fmt::print("the search stopped at its --max-evals budget; the same command resumes it\n");
+            return 0;
+          }};
+}
+
+}  // namespace opbench::cli

@@ -1,0 +1,172 @@
+// The agent loop driven end to end by deterministic proposers: the scripted one of
+// tests/proposers (translations, plans, a faster kernel, a broken one, a duplicate), the tuner, and
+// proposers that misbehave. Through the real CLI.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "cli_runner.h"
+#include "core/files.h"
+
+namespace opbench::testing {
+namespace {
+
+std::string scripted() { return std::string("cmd:") + SCRIPTED_PROPOSER + " " + (source_dir() / "tests/proposers/gemm_script").string(); }
+
+// A shape where the blocked kernel is clearly faster than the naive ones.
+std::vector<std::string> search_args(const std::string& proposer, const std::filesystem::path& out, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"search", "8p_GEMM", "--proposer", proposer, "--size", "test", "--set", "M=128", "--set", "K=256",
+                                "--set", "N=128", "--max-time", "1", "--iterations", "2", "--beam-width", "2", "--plans", "3",
+                                "--impls", "1", "--expert", "off", "--out", out.string()};
+  // Options in `extra` replace the defaults above (CLI11 refuses an option given twice).
+  for (size_t i = 0; i + 1 < extra.size(); i += 2) {
+    auto at = std::find(args.begin(), args.end(), extra[i]);
+    if (at != args.end()) *(at + 1) = extra[i + 1];
+    else args.insert(args.end(), {extra[i], extra[i + 1]});
+  }
+  return args;
+}
+
+nlohmann::json summary_of(const std::filesystem::path& out) { return read_json(out / "run.json")["workloads"][0]; }
+
+size_t count_lines_starting(const std::filesystem::path& file, const std::string& prefix) {
+  std::ifstream in(file);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += line.rfind(prefix, 0) == 0;
+  return n;
+}
+
+TEST(Search, FindsTheFasterKernelAndSurvivesBrokenOnes) {
+  auto out = scratch_dir("search");
+  CliRun run = run_cli(search_args(scripted(), out), 900);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json s = summary_of(out);
+  // Candidates: the naive translation, the one that does not compile, its repair, the blocked
+  // kernel, the wrong one. Its repair and the "keep it as it is" plan are duplicates.
+  EXPECT_EQ(s["evaluated"], 5) << s.dump(2);
+  EXPECT_EQ(s["correct"], 3) << s.dump(2);
+  EXPECT_EQ(s["built"], 4);
+  EXPECT_GE(s["duplicates"].get<int>(), 3);
+  EXPECT_EQ(s["stop_reason"], "converged (no new candidates)");
+  // The improvement: the best kernel is the blocked one, faster than every translation.
+  nlohmann::json state = read_json(out / "8p_GEMM" / "state.json");
+  double best_translation = 0;
+  for (const auto& c : state["evaluated"])
+    if (c["phase"] == "translate" || c["phase"] == "repair")
+      if (c["status"] == "correct") best_translation = std::max(best_translation, c["speedup"].get<double>());
+  EXPECT_GT(s["best_speedup"].get<double>(), 2.0 * best_translation) << s.dump(2);
+  EXPECT_EQ(read_file(s["best_source"].get<std::string>()), read_file(source_dir() / "examples/8p_GEMM/blocked_avx2.cpp"));
+  // Pays back only a speedup over the baseline (OpenBLAS; the blocked example may not beat it here).
+  EXPECT_EQ(s["payback_calls"].get<double>() > 0, s["best_speedup"].get<double>() > 1.0) << s.dump(2);
+  EXPECT_GT(s["prompt_tokens"].get<int>(), 0);
+  // Every iteration is logged.
+  std::ifstream log(out / "8p_GEMM" / "log.jsonl");
+  size_t iterations = 0;
+  for (std::string line; std::getline(log, line);) iterations += nlohmann::json::parse(line).value("event", "") == "iteration";
+  EXPECT_EQ(iterations, 2u);
+  std::filesystem::remove_all(out);
+}
+
+TEST(Search, AnInterruptedSearchResumesWithoutMeasuringAgain) {
+  auto out = scratch_dir("search-resume");
+  const auto log = out / "proposer.log";
+  ::setenv("SCRIPTED_PROPOSER_LOG", log.c_str(), 1);
+  CliRun first = run_cli(search_args(scripted(), out, {"--max-evals", "2"}), 900);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  nlohmann::json s1 = summary_of(out);
+  EXPECT_EQ(s1["evaluated"], 2);
+  EXPECT_NE(s1["stop_reason"].get<std::string>().find("--max-evals"), std::string::npos);
+
+  CliRun second = run_cli(search_args(scripted(), out), 900);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  nlohmann::json s2 = summary_of(out);
+  EXPECT_EQ(s2["evaluated"], 5);
+  EXPECT_EQ(s2["evaluated_now"], 3);  // the two from the first run were not measured again
+  EXPECT_EQ(count_lines_starting(log, "translate"), 1u);  // and the proposer was not asked again
+  EXPECT_EQ(s2["stop_reason"], "converged (no new candidates)");
+  ::unsetenv("SCRIPTED_PROPOSER_LOG");
+  std::filesystem::remove_all(out);
+}
+
+TEST(Search, AProposerThatBreaksTheProtocolIsAFailureNotACrash) {
+  auto out = scratch_dir("search-garbage");
+  CliRun run = run_cli(search_args("cmd:/bin/echo this is not json", out), 300);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json s = summary_of(out);
+  EXPECT_EQ(s["proposer_failures"], 1);
+  EXPECT_EQ(s["evaluated"], 0);
+  EXPECT_EQ(s["stop_reason"], "no correct kernel");
+  EXPECT_NE(run.output.find("not one JSON document"), std::string::npos) << run.output;
+  std::filesystem::remove_all(out);
+}
+
+TEST(Search, TheTunerProposerWalksTheParameterSpace) {
+  auto out = scratch_dir("search-tune");
+  CliRun run = run_cli(search_args("tune", out, {"--start", (source_dir() / "tests/kernels/gemm_tunable.cpp").string(), "--plans", "2"}), 900);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json s = summary_of(out);
+  EXPECT_GE(s["evaluated"].get<int>(), 3) << s.dump(2);
+  EXPECT_EQ(s["correct"], s["evaluated"]);
+  // Each candidate is the start with other #define defaults: distinct points of the declared space.
+  std::set<std::string> defines;
+  for (const auto& c : read_json(out / "8p_GEMM" / "state.json")["evaluated"]) {
+    std::string text = read_file(c["file"].get<std::string>()), lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("#define", 0) == 0) lines += line + ";";
+    defines.insert(lines);
+  }
+  EXPECT_EQ(defines.size(), size_t(s["evaluated"].get<int>()));
+  std::filesystem::remove_all(out);
+}
+
+TEST(Leaderboard, ComparesTwoRunsOnTheSameWorkload) {
+  auto a = scratch_dir("board-a"), b = scratch_dir("board-b");
+  ASSERT_EQ(run_cli(search_args(scripted(), a, {"--label", "scripted"}), 900).exit_code, 0);
+  ASSERT_EQ(run_cli(search_args(scripted(), b, {"--label", "scripted-no-context", "--context", "none", "--iterations", "1"}), 900).exit_code, 0);
+  auto json_path = a / "board.json";
+  CliRun board = run_cli({"leaderboard", a.string(), b.string(), "--json", json_path.string()});
+  ASSERT_EQ(board.exit_code, 0) << board.output;
+  EXPECT_NE(board.output.find("scripted-no-context"), std::string::npos) << board.output;
+  nlohmann::json j = read_json(json_path);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  const std::filesystem::path dirs[] = {a, b};
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& r = j["runs"][i];
+    const nlohmann::json s = summary_of(dirs[i]);
+    EXPECT_DOUBLE_EQ(r["correctness_rate"].get<double>(), 0.6) << r.dump();
+    EXPECT_DOUBLE_EQ(r["geomean_speedup"].get<double>(), s["best_speedup"].get<double>());  // one workload
+    EXPECT_EQ(r["fast_1"].get<double>(), s["best_speedup"].get<double>() > 1.0 ? 1.0 : 0.0);
+  }
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
+}
+
+TEST(Prompt, TheAblationDropsTheContextAndTheDropoutThinsTheMenu) {
+  CliRun full = run_cli({"prompt", "8p_GEMM", "--phase", "translate"});
+  CliRun none = run_cli({"prompt", "8p_GEMM", "--phase", "translate", "--context", "none"});
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  EXPECT_NE(full.output.find("# Context: abi.md"), std::string::npos);
+  EXPECT_EQ(none.output.find("# Context:"), std::string::npos);
+  EXPECT_NE(none.output.find("# Reference implementation"), std::string::npos);
+  const auto parent = (source_dir() / "examples/8p_GEMM/naive_omp.cpp").string();
+  auto entries = [](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = text.find("\n## M"); at != std::string::npos; at = text.find("\n## M", at + 1)) ++n;
+    return n;
+  };
+  CliRun plan = run_cli({"prompt", "8p_GEMM", "--phase", "plan", "--parent", parent});
+  CliRun thinned = run_cli({"prompt", "8p_GEMM", "--phase", "plan", "--parent", parent, "--menu-dropout", "0.5"});
+  EXPECT_NE(plan.output.find("### Plan"), std::string::npos);
+  EXPECT_GE(entries(plan.output), 30u);
+  EXPECT_LT(entries(thinned.output), entries(plan.output));
+  EXPECT_GT(entries(thinned.output), 0u);
+  CliRun missing = run_cli({"prompt", "8p_GEMM", "--phase", "implement", "--parent", parent});
+  EXPECT_EQ(missing.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace opbench::testing
