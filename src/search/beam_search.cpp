@@ -468,6 +468,7 @@ std::string normalize_source(const std::string& source) {
     const char c = source[i];
     if (c == '"' || c == '\'') {  // literals are copied as they are
       const char quote = c;
+      if (space && !out.empty()) out += ' ';
       out += c;
       for (++i; i < source.size(); ++i) {
         out += source[i];

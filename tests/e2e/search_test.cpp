@@ -112,7 +112,8 @@ TEST(Search, TheTunerProposerWalksTheParameterSpace) {
   EXPECT_EQ(s["correct"], s["evaluated"]);
   // Each candidate is the start with other #define defaults: distinct points of the declared space.
   std::set<std::string> defines;
-  for (const auto& c : read_json(out / "8p_GEMM" / "state.json")["evaluated"]) {
+  const nlohmann::json state = read_json(out / "8p_GEMM" / "state.json");
+  for (const auto& c : state["evaluated"]) {
     std::string text = read_file(c["file"].get<std::string>()), lines;
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);)
