@@ -57,7 +57,7 @@ TEST(Search, FindsTheFasterKernelAndSurvivesBrokenOnes) {
   for (const auto& c : state["evaluated"])
     if (c["phase"] == "translate" || c["phase"] == "repair")
       if (c["status"] == "correct") best_translation = std::max(best_translation, c["speedup"].get<double>());
-  EXPECT_GT(s["best_speedup"].get<double>(), 2.0 * best_translation) << s.dump(2);
+  EXPECT_GT(s["best_speedup"].get<double>(), 1.2 * best_translation) << s.dump(2);
   EXPECT_EQ(read_file(s["best_source"].get<std::string>()), read_file(source_dir() / "examples/8p_GEMM/blocked_avx2.cpp"));
   // Pays back only a speedup over the baseline (OpenBLAS; the blocked example may not beat it here).
   EXPECT_EQ(s["payback_calls"].get<double>() > 0, s["best_speedup"].get<double>() > 1.0) << s.dump(2);
