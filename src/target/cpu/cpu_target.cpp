@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "target/cpu/isa_check.h"
 #include "target/cpu/shared_arena.h"
 #include "target/cpu/symbol_check.h"
 #include "target/cpu/worker_client.h"
@@ -30,7 +31,8 @@ CpuTarget::CpuTarget() : compiler_(CompilerConfig::from_environment()), worker_p
 
 std::string CpuTarget::vet(const BuildOutcome& kernel) {
   try {
-    return check_imports(read_dynamic_imports(kernel.artifact));
+    if (std::string refusal = check_imports(read_dynamic_imports(kernel.artifact)); !refusal.empty()) return refusal;
+    return check_instruction_set(kernel.artifact);
   } catch (const std::exception& e) {
     return std::string("the built kernel could not be inspected: ") + e.what();
   }

@@ -313,6 +313,7 @@ int main() {
       }
     }
     const int64_t elapsed = now_ns() - start;
+    std::fflush(stdout);  // what a kernel printed reaches the log the result keeps, batch by batch
     if (rc != 0) reply({{"ok", false}, {"return_code", rc}, {"call", failed_call}});
     else reply({{"ok", true}, {"worker_ns", elapsed}});
   }
