@@ -407,7 +407,8 @@ SearchSummary Search::summarize_state(const std::vector<const Candidate*>& beam)
     s.best_ms = best->median_ms;
     s.baseline_ms = best->baseline_ms;
     if (s.expert_speedup > 0) s.share_of_expert = s.best_speedup / s.expert_speedup;
-    const double saved_ms = best->baseline_ms - best->median_ms;
+    // Time saved per call by the speedup of record (the paired estimate), on the baseline's time.
+    const double saved_ms = best->speedup > 0 ? best->baseline_ms * (1.0 - 1.0 / best->speedup) : 0.0;
     if (saved_ms > 0) s.payback_calls = std::ceil((s.build_s + s.eval_s) * 1e3 / saved_ms);
   }
   (void)beam;
