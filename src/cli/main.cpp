@@ -3,7 +3,9 @@
 
 #include <sys/prctl.h>
 
+#include <cerrno>
 #include <csignal>
+#include <system_error>
 #include <cstdio>
 #include <vector>
 
@@ -38,6 +40,12 @@ int main(int argc, char** argv) {
   try {
     for (auto& c : commands)
       if (c.app->parsed()) return c.run();
+  } catch (const std::system_error& e) {
+    // The reader of our output went away (`opbench prompt ... | head`): nothing left to say.
+    if (e.code().value() == EPIPE) return 0;
+    opbench::cli::progress_done();
+    fmt::print(stderr, "opbench: internal error: {}\n", e.what());
+    return 3;
   } catch (const opbench::UsageError& e) {
     opbench::cli::progress_done();
     fmt::print(stderr, "opbench: {}\n", e.what());
