@@ -217,6 +217,8 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
     client->cpu_clock_ = clock;
     client->has_cpu_clock_ = clock_seconds(clock) >= 0;
   }
+  if (answer.contains("confine_error"))
+    client->sandbox_ = "none (the worker could not confine itself: " + answer["confine_error"].get<std::string>() + ")";
   client->note_reply();
   outcome.runner = std::move(client);
   return outcome;

@@ -230,6 +230,7 @@ int main() {
   sigaction(SIGBUS, &sa, nullptr);
 
   // Confinement comes before the kernel is loaded: its static constructors run under the filter.
+  std::string confine_error;
   if (load.contains("confine")) {
     const auto& c = load.at("confine");
     ConfineLimits limits;
@@ -237,10 +238,9 @@ int main() {
     limits.cpu_seconds = c.value("cpu_seconds", uint64_t(0));
     limits.open_files = c.value("open_files", uint64_t(64));
     limits.deny_file_writes = c.value("deny_file_writes", false);
-    if (std::string error = confine_worker(limits, kReplyFd, g_nonce); !error.empty()) {
-      reply({{"ok", false}, {"status", "error"}, {"reason", "the worker could not confine itself: " + error}});
-      return 2;
-    }
+    // A machine that refuses part of the confinement (no seccomp in some containers) still runs
+    // kernels, and every result says that it ran them without a sandbox, and why.
+    confine_error = confine_worker(limits, kReplyFd, g_nonce);
   }
 
   const std::string kernel_path = load.at("kernel").get<std::string>();
@@ -276,7 +276,9 @@ int main() {
     c.call.workspace = workspace;
     c.call.workspace_bytes = workspace_size;
   }
-  reply({{"ok", true}, {"workspace_bytes", workspace_size}});
+  json loaded = {{"ok", true}, {"workspace_bytes", workspace_size}};
+  if (!confine_error.empty()) loaded["confine_error"] = confine_error;
+  reply(loaded);
 
   while (getline(&line, &capacity, commands) > 0) {
     json request = json::parse(line);
