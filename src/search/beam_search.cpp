@@ -90,11 +90,12 @@ class Search {
                                    bool* duplicate);
   const Candidate& evaluate_file(const std::filesystem::path& file, const std::string& phase, int iteration);
   std::vector<const Candidate*> translate();
+  const Candidate* repaired(const Candidate* c, int iteration, uint64_t seed);
   // Implements and evaluates; a failure is re-prompted with its errors up to `repairs` times.
   void implement(const Candidate& parent, const std::string& plan, int iteration, std::vector<const Candidate*>* children);
   std::string prompt(const std::string& phase, const std::string& parent_source, const std::string& plan, const json& feedback,
                      int candidates, uint64_t seed);
-  SearchSummary summarize_state(const std::vector<const Candidate*>& beam);
+  SearchSummary summarize_state();
 
   const WorkloadSpec& spec_;
   Proposer& proposer_;
@@ -179,9 +180,8 @@ ProposalResponse Search::ask(ProposalRequest request) {
 }
 
 const Candidate& Search::evaluate_file(const std::filesystem::path& file, const std::string& phase, int iteration) {
-  bool duplicate = false;
-  const Candidate* c = evaluate_source(read_file(file), phase, "", iteration, &duplicate);
-  return *c;
+  bool duplicate = false;  // a start kernel evaluated before is simply reused
+  return *evaluate_source(read_file(file), phase, "", iteration, &duplicate);
 }
 
 const Candidate* Search::evaluate_source(const std::string& source, const std::string& phase, const std::string& parent, int iteration,
@@ -252,30 +252,36 @@ std::vector<const Candidate*> Search::translate() {
       if (c->correct() && std::find(correct.begin(), correct.end(), c) == correct.end()) correct.push_back(c);
       continue;
     }
-    // Failed translations get their errors back, `repairs` times, as implement requests whose plan
-    // is the repair.
-    for (int repair = 0; repair < o_.repairs && !c->correct(); ++repair) {
-      ProposalRequest fix;
-      fix.phase = "implement";
-      fix.parent_source = read_file(c->file);
-      fix.plan = kRepairPlan;
-      fix.feedback = c->feedback;
-      fix.candidates = 1;
-      fix.seed = o_.seed + 1000 * (i + 1) + uint64_t(repair);
-      fix.prompt = prompt("implement", fix.parent_source, fix.plan, c->feedback, 1, fix.seed);
-      ProposalResponse fixed = ask(fix);
-      if (fixed.sources.empty()) break;
-      bool dup = false;
-      const Candidate* f = evaluate_source(fixed.sources[0], "repair", c->key, 0, &dup);
-      if (dup) {
-        ++summary_.duplicates;
-        break;
-      }
-      c = f;
-    }
+    c = repaired(c, 0, o_.seed + 1000 * (i + 1));
     if (c->correct() && std::find(correct.begin(), correct.end(), c) == correct.end()) correct.push_back(c);
   }
   return correct;
+}
+
+const Candidate* Search::repaired(const Candidate* c, int iteration, uint64_t seed) {
+  // A failed candidate gets its errors back, `repairs` times, as an implement request whose plan is
+  // the repair; the last attempt stands (a duplicate ends the attempts).
+  for (int repair = 0; repair < o_.repairs && !c->correct(); ++repair) {
+    ProposalRequest fix;
+    fix.phase = "implement";
+    fix.parent_source = read_file(c->file);
+    fix.plan = kRepairPlan;
+    fix.feedback = c->feedback;
+    fix.candidates = 1;
+    fix.iteration = iteration;
+    fix.seed = seed + uint64_t(repair);
+    fix.prompt = prompt("implement", fix.parent_source, fix.plan, c->feedback, 1, fix.seed);
+    ProposalResponse fixed = ask(fix);
+    if (fixed.sources.empty()) break;
+    bool duplicate = false;
+    const Candidate* f = evaluate_source(fixed.sources[0], "repair", c->key, iteration, &duplicate);
+    if (duplicate) {
+      ++summary_.duplicates;
+      break;
+    }
+    c = f;
+  }
+  return c;
 }
 
 void Search::implement(const Candidate& parent, const std::string& plan, int iteration, std::vector<const Candidate*>* children) {
@@ -297,24 +303,7 @@ void Search::implement(const Candidate& parent, const std::string& plan, int ite
       say("  duplicate of an evaluated candidate: skipped");
       continue;
     }
-    for (int repair = 0; repair < o_.repairs && !c->correct(); ++repair) {
-      ProposalRequest fix = request;
-      fix.parent_source = read_file(c->file);
-      fix.plan = kRepairPlan;
-      fix.feedback = c->feedback;
-      fix.candidates = 1;
-      fix.seed = request.seed + 7 + uint64_t(repair);
-      fix.prompt = prompt("implement", fix.parent_source, fix.plan, c->feedback, 1, fix.seed);
-      ProposalResponse fixed = ask(fix);
-      if (fixed.sources.empty()) break;
-      bool dup = false;
-      const Candidate* f = evaluate_source(fixed.sources[0], "repair", c->key, iteration, &dup);
-      if (dup) {
-        ++summary_.duplicates;
-        break;
-      }
-      c = f;
-    }
+    c = repaired(c, iteration, request.seed + 7);
     if (c->correct()) children->push_back(c);
   }
 }
@@ -336,7 +325,7 @@ SearchSummary Search::run() {
     log({{"event", "translated"}, {"correct", beam.size()}});
     if (beam.empty()) {
       summary_.stop_reason = "no correct kernel";
-      return summarize_state(beam);
+      return summarize_state();
     }
     for (int it = 1; it <= o_.iterations; ++it) {
       say(fmt::format("iteration {}/{}: beam of {}, best {:.3f}x", it, o_.iterations, beam.size(), beam.front()->speedup));
@@ -366,17 +355,17 @@ SearchSummary Search::run() {
            {"best_speedup", beam.front()->speedup}, {"best", beam.front()->file}});
       if (evaluated_.size() == evaluated_before) {
         summary_.stop_reason = "converged (no new candidates)";
-        return summarize_state(beam);
+        return summarize_state();
       }
     }
     summary_.stop_reason = "iterations done";
   } catch (const BudgetReached&) {
     summary_.stop_reason = fmt::format("stopped after {} new evaluations (--max-evals); run again to resume", new_evaluations_);
   }
-  return summarize_state(beam);
+  return summarize_state();
 }
 
-SearchSummary Search::summarize_state(const std::vector<const Candidate*>& beam) {
+SearchSummary Search::summarize_state() {
   SearchSummary& s = summary_;
   s.evaluated = evaluated_.size();
   s.evaluated_now = new_evaluations_;
@@ -411,7 +400,6 @@ SearchSummary Search::summarize_state(const std::vector<const Candidate*>& beam)
     const double saved_ms = best->speedup > 0 ? best->baseline_ms * (1.0 - 1.0 / best->speedup) : 0.0;
     if (saved_ms > 0) s.payback_calls = std::ceil((s.build_s + s.eval_s) * 1e3 / saved_ms);
   }
-  (void)beam;
   write_file_atomic(dir_ / "summary.json", s.to_json().dump(2));
   return s;
 }

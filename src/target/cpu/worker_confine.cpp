@@ -1,5 +1,7 @@
 #include "target/cpu/worker_confine.h"
 
+#include "target/cpu/signal_safe_line.h"
+
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
@@ -33,26 +35,7 @@ int g_forbidden_count = 0;
 int g_reply_fd = -1;
 const char* g_nonce = "";
 
-void append(char* buffer, size_t* used, size_t capacity, const char* text) {
-  while (*text && *used + 1 < capacity) buffer[(*used)++] = *text++;
-  buffer[*used] = 0;
-}
-
-void append_number(char* buffer, size_t* used, size_t capacity, long value) {
-  char digits[24];
-  int n = 0;
-  bool negative = value < 0;
-  unsigned long v = negative ? 0UL - static_cast<unsigned long>(value) : static_cast<unsigned long>(value);
-  do {
-    digits[n++] = char('0' + v % 10);
-    v /= 10;
-  } while (v && n < 22);
-  if (negative) digits[n++] = '-';
-  while (n > 0 && *used + 1 < capacity) buffer[(*used)++] = digits[--n];
-  buffer[*used] = 0;
-}
-
-// Async-signal-safe: formats by hand and writes one reply line, then leaves.
+// Async-signal-safe: writes one reply line, then leaves.
 void on_sigsys(int, siginfo_t* info, void*) {
   const int nr = info->si_syscall;
   const char* name = "?";
@@ -62,21 +45,18 @@ void on_sigsys(int, siginfo_t* info, void*) {
       name = g_forbidden[i].name;
       what = g_forbidden[i].what;
     }
-  char line[512];
-  size_t used = 0;
-  append(line, &used, sizeof line, "{\"ok\":false,\"status\":\"forbidden_syscall\",\"nonce\":\"");
-  append(line, &used, sizeof line, g_nonce);
-  append(line, &used, sizeof line, "\",\"reason\":\"the kernel made the system call ");
-  append(line, &used, sizeof line, name);
-  append(line, &used, sizeof line, " (");
-  append_number(line, &used, sizeof line, nr);
-  append(line, &used, sizeof line, "): ");
-  append(line, &used, sizeof line, what);
-  append(line, &used, sizeof line, "; the sandbox stopped the worker\"}\n");
-  if (g_reply_fd >= 0) {
-    ssize_t ignored = write(g_reply_fd, line, used);
-    (void)ignored;
-  }
+  if (g_reply_fd >= 0)
+    SignalSafeLine()
+        .text("{\"ok\":false,\"status\":\"forbidden_syscall\",\"nonce\":\"")
+        .text(g_nonce)
+        .text("\",\"reason\":\"the kernel made the system call ")
+        .text(name)
+        .text(" (")
+        .number(nr)
+        .text("): ")
+        .text(what)
+        .text("; the sandbox stopped the worker\"}\n")
+        .write_to(g_reply_fd);
   _exit(121);
 }
 

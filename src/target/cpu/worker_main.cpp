@@ -18,6 +18,7 @@
 
 #include <opbench/kernel.h>
 
+#include "target/cpu/signal_safe_line.h"
 #include "target/cpu/worker_confine.h"
 #include "target/cpu/worker_protocol.h"
 
@@ -85,20 +86,6 @@ bool set_exposed(int set) {
   return (set - g_exposed_first + g_sets) % g_sets < g_exposed_count;
 }
 
-void append(char* buffer, size_t* used, size_t capacity, const char* text) {
-  while (*text && *used + 1 < capacity) buffer[(*used)++] = *text++;
-}
-
-void append_number(char* buffer, size_t* used, size_t capacity, long value) {
-  char digits[24];
-  int n = 0;
-  do {
-    digits[n++] = char('0' + value % 10);
-    value /= 10;
-  } while (value && n < 22);
-  while (n > 0 && *used + 1 < capacity) buffer[(*used)++] = digits[--n];
-}
-
 // A fault inside the arenas is the kernel touching a tensor it was not given: say which, then leave.
 // Anywhere else it is an ordinary crash: restore the default action and let it happen.
 void on_sigsegv(int sig, siginfo_t* info, void*) {
@@ -106,26 +93,15 @@ void on_sigsegv(int sig, siginfo_t* info, void*) {
   for (int i = 0; i < g_region_count; ++i) {
     const Region& r = g_regions[i];
     if (address < r.begin || address >= r.end) continue;
-    char line[512];
-    size_t used = 0;
-    append(line, &used, sizeof line, "{\"ok\":false,\"status\":\"fault\",\"nonce\":\"");
-    append(line, &used, sizeof line, g_nonce);
-    append(line, &used, sizeof line, "\",\"reason\":\"");
+    SignalSafeLine line;
+    line.text("{\"ok\":false,\"status\":\"fault\",\"nonce\":\"").text(g_nonce).text("\",\"reason\":\"");
     if (set_exposed(r.set) && r.input) {
-      append(line, &used, sizeof line, "the kernel wrote to input ");
-      append_number(line, &used, sizeof line, r.tensor);
-      append(line, &used, sizeof line, ", which is read-only");
+      line.text("the kernel wrote to input ").number(r.tensor).text(", which is read-only");
     } else {
-      append(line, &used, sizeof line, "the kernel touched ");
-      append(line, &used, sizeof line, r.input ? "input " : "output ");
-      append_number(line, &used, sizeof line, r.tensor);
-      append(line, &used, sizeof line, " of input set ");
-      append_number(line, &used, sizeof line, r.set);
-      append(line, &used, sizeof line, ", which belongs to no call of this batch (only the current calls' tensors are mapped)");
+      line.text("the kernel touched ").text(r.input ? "input " : "output ").number(r.tensor).text(" of input set ").number(r.set);
+      line.text(", which belongs to no call of this batch (only the current calls' tensors are mapped)");
     }
-    append(line, &used, sizeof line, "\"}\n");
-    ssize_t ignored = write(kReplyFd, line, used);
-    (void)ignored;
+    line.text("\"}\n").write_to(kReplyFd);
     _exit(122);
   }
   signal(sig, SIG_DFL);
