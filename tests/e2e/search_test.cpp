@@ -148,6 +148,27 @@ TEST(Leaderboard, ComparesTwoRunsOnTheSameWorkload) {
   std::filesystem::remove_all(b);
 }
 
+TEST(Leaderboard, AFolderThatIsNoSearchRunIsAUsageError) {
+  auto dir = scratch_dir("board-bad");
+  CliRun board = run_cli({"leaderboard", dir.string()});
+  EXPECT_EQ(board.exit_code, 2);
+  EXPECT_NE(board.output.find("has no run.json"), std::string::npos) << board.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Search, StateOfAnotherProposerIsRefusedAndKept) {
+  auto out = scratch_dir("search-other");
+  const std::string start = (source_dir() / "tests/kernels/gemm_tunable.cpp").string();
+  ASSERT_EQ(run_cli(search_args("tune", out, {"--start", start, "--max-evals", "1"}), 300).exit_code, 0);
+  const std::string before = read_file(out / "8p_GEMM" / "state.json");
+  ASSERT_FALSE(before.empty());
+  CliRun other = run_cli(search_args(scripted(), out), 300);
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.output.find("belongs to a search with proposer"), std::string::npos) << other.output;
+  EXPECT_EQ(read_file(out / "8p_GEMM" / "state.json"), before);
+  std::filesystem::remove_all(out);
+}
+
 TEST(Prompt, TheAblationDropsTheContextAndTheDropoutThinsTheMenu) {
   CliRun full = run_cli({"prompt", "8p_GEMM", "--phase", "translate"});
   CliRun none = run_cli({"prompt", "8p_GEMM", "--phase", "translate", "--context", "none"});
