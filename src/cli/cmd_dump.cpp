@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "core/npy.h"
 #include "harness/evaluate.h"
-#include "target/target.h"
+#include "targets/registry.h"
 #include "workload/registry.h"
 
 namespace opbench::cli {
@@ -15,13 +15,13 @@ namespace opbench::cli {
 Command add_dump(CLI::App& root) {
   auto* app = root.add_subcommand("dump", "Write a workload's inputs and reference outputs as .npy files");
   struct Options {
-    std::string workload, size = "test", out, impl = "reference";
+    std::string workload, size, target, out, impl = "reference";
     uint64_t seed = 1;
     std::vector<std::string> set;
   };
   auto o = std::make_shared<Options>();
   app->add_option("workload", o->workload, "Workload id or unique prefix")->required();
-  app->add_option("--size", o->size, "Size class")->check(CLI::IsMember({"test", "cpu", "full"}))->capture_default_str();
+  add_target_flags(app, o->target, o->size, "Size class");
   app->add_option("--seed", o->seed, "Seed of the inputs (the same seed gives the same inputs)")->capture_default_str();
   app->add_option("--out", o->out, "Folder to write")->required();
   app->add_option("--impl", o->impl, "Implementation that computes the outputs")->check(CLI::IsMember({"reference", "baseline"}))->capture_default_str();
@@ -29,7 +29,8 @@ Command add_dump(CLI::App& root) {
   return {app, [o] {
             Registry registry(Registry::default_root());
             const WorkloadSpec& spec = registry.find(o->workload);
-            auto target = make_target("cpu");
+            o->size = resolve_size(o->target, o->size);
+            auto target = make_target(o->target);
             ResolvedWorkload w = resolve_workload(spec, o->size, parse_overrides(o->set), target->float_dtype());
             progress_line(fmt::format("running the {} of {}", o->impl, spec.id));
             SingleRun run = run_once(w, builtin_implementation(spec, o->impl), *target, o->seed, default_thread_count());

@@ -9,7 +9,7 @@
 #include "harness/evaluate.h"
 #include "report/scoreboard.h"
 #include "search/tuner.h"
-#include "target/target.h"
+#include "targets/registry.h"
 #include "workload/registry.h"
 
 namespace opbench::cli {
@@ -17,7 +17,7 @@ namespace opbench::cli {
 Command add_eval(CLI::App& root) {
   auto* app = root.add_subcommand("eval", "Evaluate one kernel on one workload against its baseline");
   struct Options {
-    std::string workload, kernel, impl, json_path, target = "cpu";
+    std::string workload, kernel, impl, json_path;
     SharedEvalFlags flags;
   };
   auto o = std::make_shared<Options>();
@@ -26,8 +26,7 @@ Command add_eval(CLI::App& root) {
   app->add_option("--impl", o->impl, "Evaluate a built-in implementation instead: reference, baseline or expert")
       ->check(CLI::IsMember({"reference", "baseline", "expert"}));
   app->add_option("--json", o->json_path, "Write the result as JSON to this file");
-  app->add_option("--target", o->target, "Where kernels run")->capture_default_str();
-  add_shared_eval_flags(app, o->flags, "cpu");
+  add_shared_eval_flags(app, o->flags);
   return {app, [o] {
             if (o->kernel.empty() == o->impl.empty())
               throw UsageError("give either a kernel source file or --impl reference|baseline|expert");
@@ -37,14 +36,14 @@ Command add_eval(CLI::App& root) {
             if (!o->impl.empty()) {
               ResultStore store(ResultStore::default_path());
               std::string note;
-              impl = tuned_builtin(spec, o->impl, o->flags.size, o->flags.threads > 0 ? o->flags.threads : default_thread_count(), &store, &note);
+              impl = tuned_builtin(spec, o->impl, resolve_size(o->flags.target, o->flags.size), o->flags.threads > 0 ? o->flags.threads : default_thread_count(), &store, &note);
               if (!note.empty()) fmt::print(stderr, "{} {}: {}\n", spec.id, o->impl, note);
             } else {
               if (!std::filesystem::is_regular_file(o->kernel))
                 throw UsageError(fmt::format("kernel source '{}' not found; pass the path of a .cpp file that implements include/opbench/kernel.h", o->kernel));
               impl = Implementation{"candidate", o->kernel, {}};
             }
-            auto target = make_target(o->target);
+            auto target = make_target(o->flags.target);
             EvalOptions options = make_eval_options(o->flags);
             options.progress = [](const std::string& s) { progress_line(s); };
             Result result = evaluate(spec, impl, *target, options);

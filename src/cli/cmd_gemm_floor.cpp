@@ -7,7 +7,7 @@
 #include "harness/evaluate.h"
 #include "harness/gemm_floor.h"
 #include "report/table.h"
-#include "target/target.h"
+#include "targets/registry.h"
 #include "workload/registry.h"
 
 namespace opbench::cli {
@@ -15,20 +15,21 @@ namespace opbench::cli {
 Command add_gemm_floor(CLI::App& root) {
   auto* app = root.add_subcommand("gemm-floor", "Time each GEMM-dominated baseline against its bare library GEMMs");
   struct Options {
-    std::string workloads = "all", size = "cpu";
+    std::string workloads = "all", size, target;
     int threads = 0;
     double max_time = 5;
     double limit = 1.25;
   };
   auto o = std::make_shared<Options>();
   app->add_option("--workloads", o->workloads, "Comma-separated ids, prefixes or globs (default: all that declare [[gemms]])");
-  app->add_option("--size", o->size, "Size class")->check(CLI::IsMember({"test", "cpu", "full"}))->capture_default_str();
+  add_target_flags(app, o->target, o->size, "Size class");
   app->add_option("--threads", o->threads, "Threads (default: all usable cores)");
   app->add_option("--max-time", o->max_time, "Time cap per workload, seconds")->capture_default_str();
   app->add_option("--limit", o->limit, "Largest acceptable baseline/GEMM ratio")->capture_default_str();
   return {app, [o] {
             Registry registry(Registry::default_root());
-            auto target = make_target("cpu");
+            o->size = resolve_size(o->target, o->size);
+            auto target = make_target(o->target);
             TimingOptions timing;
             timing.max_seconds = o->max_time;
             timing.min_seconds = std::min(timing.min_seconds, o->max_time);

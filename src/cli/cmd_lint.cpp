@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "harness/lint.h"
 #include "report/table.h"
-#include "target/target.h"
+#include "targets/registry.h"
 #include "workload/registry.h"
 
 namespace opbench::cli {
@@ -14,16 +14,17 @@ namespace opbench::cli {
 Command add_lint(CLI::App& root) {
   auto* app = root.add_subcommand("lint", "Check that each workload's data and spec can tell right kernels from wrong ones");
   struct Options {
-    std::string workloads = "all", json_path;
+    std::string workloads = "all", json_path, target = "cpu";
     bool verbose = false;
   };
   auto o = std::make_shared<Options>();
   app->add_option("--workloads", o->workloads, "Comma-separated ids, prefixes or globs (default: all)");
   app->add_option("--json", o->json_path, "Write the findings as JSON");
+  app->add_option("--target", o->target, "Target whose dtype the lint resolves workloads with")->check(CLI::IsMember(target_names()))->capture_default_str();
   app->add_flag("-v,--verbose", o->verbose, "Show every finding, not only failures");
   return {app, [o] {
             Registry registry(Registry::default_root());
-            auto target = make_target("cpu");
+            auto target = make_target(o->target);
             TextTable table({"workload", "checks", "failed", "FLOPs/counted"});
             nlohmann::json all = nlohmann::json::array();
             std::string failures;

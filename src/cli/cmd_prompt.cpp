@@ -14,7 +14,7 @@ namespace opbench::cli {
 Command add_prompt(CLI::App& root) {
   auto* app = root.add_subcommand("prompt", "Print the prompt the search would give a proposer");
   struct Options {
-    std::string workload, phase = "translate", context = "full", parent, plan, feedback, size = "cpu";
+    std::string workload, phase = "translate", context = "full", parent, plan, feedback, size, target;
     int candidates = 4;
     double dropout = 0;
     uint64_t seed = 1;
@@ -30,11 +30,12 @@ Command add_prompt(CLI::App& root) {
   app->add_option("--candidates", o->candidates, "Plans asked for (plan)")->capture_default_str();
   app->add_option("--menu-dropout", o->dropout, "Share of optimization-menu entries left out (plan)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app->add_option("--seed", o->seed, "Which menu entries the dropout removes")->capture_default_str();
-  app->add_option("--size", o->size, "Size class whose shapes the prompt states")->check(CLI::IsMember({"test", "cpu", "full"}))->capture_default_str();
+  add_target_flags(app, o->target, o->size, "Size class whose shapes the prompt states");
   app->add_option("--set", o->set, "Override a shape symbol");
   return {app, [o] {
             Registry registry(Registry::default_root());
             const WorkloadSpec& spec = registry.find(o->workload);
+            o->size = resolve_size(o->target, o->size);
             const ResolvedWorkload w = resolve_workload(spec, o->size, parse_overrides(o->set));
             PromptOptions p;
             p.phase = o->phase;

@@ -11,7 +11,7 @@
 #include "harness/evaluate.h"
 #include "report/scoreboard.h"
 #include "search/tuner.h"
-#include "target/target.h"
+#include "targets/registry.h"
 #include "workload/registry.h"
 
 namespace opbench::cli {
@@ -42,15 +42,14 @@ std::string default_out_dir() {
 Command add_run(CLI::App& root) {
   auto* app = root.add_subcommand("run", "Evaluate implementations of many workloads and print a scoreboard");
   struct Options {
-    std::string workloads = "all", impls = "baseline", out, target = "cpu";
+    std::string workloads = "all", impls = "baseline", out;
     SharedEvalFlags flags;
   };
   auto o = std::make_shared<Options>();
   app->add_option("--workloads", o->workloads, "Comma-separated ids, prefixes or globs (default: all)");
   app->add_option("--impl", o->impls, "Comma-separated built-in implementations: reference, baseline, expert")->capture_default_str();
   app->add_option("--out", o->out, "Folder for the JSON results (default: results/<timestamp>)");
-  app->add_option("--target", o->target, "Where kernels run")->capture_default_str();
-  add_shared_eval_flags(app, o->flags, "cpu");
+  add_shared_eval_flags(app, o->flags);
   return {app, [o] {
             Registry registry(Registry::default_root());
             auto workloads = registry.select(o->workloads);
@@ -60,7 +59,7 @@ Command add_run(CLI::App& root) {
                 throw UsageError(fmt::format("unknown implementation '{}' in --impl (use reference, baseline, expert)", kind));
             const std::filesystem::path out_dir = o->out.empty() ? default_out_dir() : o->out;
             std::filesystem::create_directories(out_dir);
-            auto target = make_target(o->target);
+            auto target = make_target(o->flags.target);
             EvalOptions options = make_eval_options(o->flags);
 
             struct Job {

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "search/beam_search.h"
-#include "target/target.h"
+#include "targets/registry.h"
 #include "workload/registry.h"
 
 namespace opbench::cli {
@@ -52,7 +52,7 @@ Command add_search(CLI::App& root) {
   app->add_option("--expert", o->expert, "Evaluate the expert for the share-of-expert figure")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   app->add_option("--max-evals", o->search.max_evals, "Stop after this many new evaluations; run again to resume")->capture_default_str();
   app->add_option("--seed", o->search.seed, "Seed of the requests (menu dropout, proposer sampling)")->capture_default_str();
-  add_shared_eval_flags(app, o->flags, "cpu");
+  add_shared_eval_flags(app, o->flags);
   return {app, [o] {
             Registry registry(Registry::default_root());
             std::vector<const WorkloadSpec*> specs;
@@ -60,7 +60,7 @@ Command add_search(CLI::App& root) {
             if (!o->start.empty() && !std::filesystem::is_regular_file(o->start)) throw UsageError(fmt::format("start kernel '{}' not found", o->start));
             if (!o->start.empty() && specs.size() > 1) throw UsageError("--start applies to one workload at a time");
             auto proposer = make_proposer(o->proposer);
-            auto target = make_target("cpu");
+            auto target = make_target(o->flags.target);
             SearchOptions options = o->search;
             options.eval = make_eval_options(o->flags);
             options.out_dir = o->out;

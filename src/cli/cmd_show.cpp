@@ -15,16 +15,17 @@ namespace opbench::cli {
 Command add_show(CLI::App& root) {
   auto* app = root.add_subcommand("show", "Show a workload: shapes, work, tolerances and its reference source");
   struct Options {
-    std::string workload, size = "cpu";
+    std::string workload, size, target;
     std::vector<std::string> set;
   };
   auto o = std::make_shared<Options>();
   app->add_option("workload", o->workload, "Workload id or unique prefix (e.g. 8p)")->required();
-  app->add_option("--size", o->size, "Size class: test, cpu or full")->check(CLI::IsMember({"test", "cpu", "full"}));
+  add_target_flags(app, o->target, o->size, "Size class");
   app->add_option("--set", o->set, "Override a shape symbol, e.g. --set M=256");
   return {app, [o] {
             Registry registry(Registry::default_root());
             const WorkloadSpec& w = registry.find(o->workload);
+            o->size = resolve_size(o->target, o->size);
             ResolvedWorkload r = resolve_workload(w, o->size, parse_overrides(o->set));
             fmt::print("{}  ({}, {}, {})\n{}\n\n", w.id, w.category, w.model, w.op_class, w.summary);
             std::vector<std::string> symbols;

@@ -9,7 +9,7 @@
 #include "core/files.h"
 #include "report/table.h"
 #include "search/tuner.h"
-#include "target/target.h"
+#include "targets/registry.h"
 #include "workload/registry.h"
 
 namespace opbench::cli {
@@ -42,7 +42,7 @@ Command add_tune(CLI::App& root) {
   app->add_option("--seed", o->tune.random_seed, "Order of the random strategy")->capture_default_str();
   app->add_option("--db", o->db, "SQLite result store (default: $OPBENCH_DB or ~/.cache/opbench/opbench.sqlite)");
   app->add_option("--top", o->top, "Rows of the final table")->capture_default_str();
-  add_shared_eval_flags(app, o->flags, "cpu");
+  add_shared_eval_flags(app, o->flags);
   return {app, [o] {
             if (o->kernel.empty() == o->impl.empty()) throw UsageError("give either a kernel source file or --impl expert");
             Registry registry(Registry::default_root());
@@ -54,7 +54,7 @@ Command add_tune(CLI::App& root) {
               if (!std::filesystem::is_regular_file(o->kernel)) throw UsageError(fmt::format("kernel source '{}' not found", o->kernel));
               kernel = Implementation{"candidate", o->kernel, {}};
             }
-            auto target = make_target("cpu");
+            auto target = make_target(o->flags.target);
             ResultStore store(o->db.empty() ? ResultStore::default_path() : std::filesystem::path(o->db));
             TuneOptions options = o->tune;
             options.eval = make_eval_options(o->flags);

@@ -44,9 +44,16 @@ struct EvalOptions;
 
 namespace opbench::cli {
 
-// Options shared by eval and run: --size, --threads, --trials, --max-time, --timeout, --set, --sandbox.
+// --target (from the target registry) and --size (any size class a target declares; empty means the
+// target's default). resolve_size() then checks the size against the chosen target.
+void add_target_flags(CLI::App* app, std::string& target, std::string& size, const std::string& size_help);
+std::string resolve_size(const std::string& target, const std::string& size);
+
+// Options shared by the commands that evaluate: --target, --size, --threads, --trials, --max-time,
+// --timeout, --set, --sandbox.
 struct SharedEvalFlags {
-  std::string size = "cpu";
+  std::string target;
+  std::string size;  // empty: the target's default size class
   int threads = 0;
   int trials = 3;
   double max_time = 10;
@@ -55,7 +62,7 @@ struct SharedEvalFlags {
   std::string sandbox = "on";
   std::vector<std::string> set;
 };
-void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& flags, const std::string& default_size);
+void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& flags);
 opbench::EvalOptions make_eval_options(const SharedEvalFlags& flags);
 
 }  // namespace opbench::cli

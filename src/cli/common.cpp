@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -40,12 +41,28 @@ void progress_done() {
 }  // namespace opbench::cli
 
 #include "harness/evaluate.h"
+#include "targets/registry.h"
 
 namespace opbench::cli {
 
-void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f, const std::string& default_size) {
-  f.size = default_size;
-  app->add_option("--size", f.size, "Size class: test, cpu or full")->check(CLI::IsMember({"test", "cpu", "full"}))->capture_default_str();
+void add_target_flags(CLI::App* app, std::string& target, std::string& size, const std::string& size_help) {
+  target = target_registry().front().name;
+  app->add_option("--target", target, "Where kernels run: " + fmt::format("{}", fmt::join(target_names(), ", ")))
+      ->check(CLI::IsMember(target_names()))
+      ->capture_default_str();
+  app->add_option("--size", size, size_help + " (default: the target's own size class)")->check(CLI::IsMember(all_size_classes()));
+}
+
+std::string resolve_size(const std::string& target, const std::string& size) {
+  const TargetInfo& info = target_info(target);
+  if (size.empty()) return info.default_size;
+  if (std::find(info.sizes.begin(), info.sizes.end(), size) == info.sizes.end())
+    throw UsageError(fmt::format("--size {}: target {} offers {}", size, target, fmt::join(info.sizes, ", ")));
+  return size;
+}
+
+void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f) {
+  add_target_flags(app, f.target, f.size, "Size class");
   app->add_option("--threads", f.threads, "Threads for baseline and candidate alike (default: all usable cores)");
   app->add_option("--trials", f.trials, "Correctness trials, each on freshly seeded inputs")->check(CLI::Range(1, 64))->capture_default_str();
   app->add_option("--max-time", f.max_time, "Time cap of the timing phase, seconds")->check(CLI::PositiveNumber)->capture_default_str();
@@ -58,7 +75,7 @@ void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f, const std::string&
 
 EvalOptions make_eval_options(const SharedEvalFlags& f) {
   EvalOptions o;
-  o.size = f.size;
+  o.size = resolve_size(f.target, f.size);
   o.overrides = parse_overrides(f.set);
   o.threads = f.threads;
   o.trials = f.trials;

@@ -12,7 +12,7 @@
 
 #include "harness/result.h"
 #include "harness/timing.h"
-#include "target/target.h"
+#include "targets/target.h"
 #include "workload/spec.h"
 
 namespace opbench {

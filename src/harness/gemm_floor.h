@@ -6,7 +6,7 @@
 #include <string>
 
 #include "harness/timing.h"
-#include "target/target.h"
+#include "targets/target.h"
 #include "workload/spec.h"
 
 namespace opbench {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "target/target.h"
+#include "targets/target.h"
 #include "workload/spec.h"
 
 namespace opbench {

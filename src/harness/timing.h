@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/stats.h"
-#include "target/target.h"
+#include "targets/target.h"
 
 namespace opbench {
 

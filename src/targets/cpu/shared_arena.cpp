@@ -1,4 +1,4 @@
-#include "target/cpu/shared_arena.h"
+#include "targets/cpu/shared_arena.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -18,9 +18,9 @@
 
 #include <opbench/kernel.h>
 
-#include "target/cpu/signal_safe_line.h"
-#include "target/cpu/worker_confine.h"
-#include "target/cpu/worker_protocol.h"
+#include "targets/cpu/signal_safe_line.h"
+#include "targets/cpu/worker_confine.h"
+#include "targets/cpu/worker_protocol.h"
 
 using nlohmann::json;
 using namespace opbench::cpu;

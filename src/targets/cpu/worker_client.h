@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "target/cpu/shared_arena.h"
-#include "target/target.h"
+#include "targets/cpu/shared_arena.h"
+#include "targets/target.h"
 
 namespace opbench::cpu {
 

@@ -1,4 +1,4 @@
-#include "target/cpu/worker_client.h"
+#include "targets/cpu/worker_client.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,8 +18,8 @@
 
 #include "core/process.h"
 #include "core/rng.h"
-#include "target/cpu/sandbox.h"
-#include "target/cpu/worker_protocol.h"
+#include "targets/cpu/sandbox.h"
+#include "targets/cpu/worker_protocol.h"
 
 extern char** environ;
 

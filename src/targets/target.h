@@ -106,7 +106,4 @@ class Target {
                                const LaunchOptions& options) = 0;
 };
 
-// The target by name ("cpu"); throws UsageError for an unknown or unavailable one.
-std::unique_ptr<Target> make_target(const std::string& name);
-
 }  // namespace opbench

@@ -1,4 +1,4 @@
-#include "target/cpu/isa_check.h"
+#include "targets/cpu/isa_check.h"
 
 #include <regex>
 #include <sstream>

@@ -2,8 +2,9 @@
 // shared-memory tensors.
 #pragma once
 
-#include "target/cpu/compiler.h"
-#include "target/target.h"
+#include "targets/cpu/compiler.h"
+#include "targets/registry.h"
+#include "targets/target.h"
 
 namespace opbench::cpu {
 
@@ -23,5 +24,8 @@ class CpuTarget final : public Target {
   CompilerConfig compiler_;
   std::filesystem::path worker_program_;
 };
+
+// The cpu target's entry in the target registry.
+TargetInfo target_info();
 
 }  // namespace opbench::cpu

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "target/target.h"
+#include "targets/target.h"
 
 namespace opbench::cpu {
 

@@ -1,4 +1,4 @@
-#include "target/cpu/cpu_target.h"
+#include "targets/cpu/cpu_target.h"
 
 #include <unistd.h>
 
@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "target/cpu/isa_check.h"
-#include "target/cpu/shared_arena.h"
-#include "target/cpu/symbol_check.h"
-#include "target/cpu/worker_client.h"
+#include "targets/cpu/isa_check.h"
+#include "targets/cpu/shared_arena.h"
+#include "targets/cpu/symbol_check.h"
+#include "targets/cpu/worker_client.h"
 
 namespace opbench::cpu {
 namespace {
@@ -49,14 +49,17 @@ LaunchOutcome CpuTarget::launch(const BuildOutcome& kernel, BufferSet& inputs, B
   return WorkerClient::start(worker_program_, kernel.artifact, *in, *out, options);
 }
 
-}  // namespace opbench::cpu
-
-namespace opbench {
-
-std::unique_ptr<Target> make_target(const std::string& name) {
-  if (name == "cpu") return std::make_unique<cpu::CpuTarget>();
-  if (name == "cuda") throw UsageError("the cuda target is not built yet; use --target cpu");
-  throw UsageError(fmt::format("unknown target '{}' (available: cpu)", name));
+TargetInfo target_info() {
+  TargetInfo t;
+  t.name = "cpu";
+  t.summary = "x86-64 CPU: one C++ file built with the system compiler, run in sandboxed worker processes";
+  t.sizes = {"test", "cpu", "full"};
+  t.default_size = "cpu";
+  t.source_extension = ".cpp";
+  t.context_dir = "cpu";
+  t.make = [] { return std::make_unique<CpuTarget>(); };
+  return t;
 }
 
-}  // namespace opbench
+}  // namespace opbench::cpu
+

@@ -1,4 +1,4 @@
-#include "target/cpu/symbol_check.h"
+#include "targets/cpu/symbol_check.h"
 
 #include <elf.h>
 

@@ -1,6 +1,6 @@
-#include "target/cpu/worker_confine.h"
+#include "targets/cpu/worker_confine.h"
 
-#include "target/cpu/signal_safe_line.h"
+#include "targets/cpu/signal_safe_line.h"
 
 #include <fcntl.h>
 #include <linux/capability.h>

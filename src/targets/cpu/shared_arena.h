@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "target/target.h"
+#include "targets/target.h"
 
 namespace opbench::cpu {
 

@@ -1,4 +1,4 @@
-#include "target/cpu/sandbox.h"
+#include "targets/cpu/sandbox.h"
 
 #include <cstdlib>
 

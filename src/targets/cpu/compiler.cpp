@@ -1,4 +1,4 @@
-#include "target/cpu/compiler.h"
+#include "targets/cpu/compiler.h"
 
 #include <unistd.h>
 

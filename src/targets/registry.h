@@ -1,0 +1,38 @@
+// The targets opbench knows: what each is called, which size classes it offers, its default size,
+// where its prompt context lives and how an implementation file is named. Commands find a target
+// here by name; nothing outside this registry names a concrete target class.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "targets/target.h"
+
+namespace opbench {
+
+struct TargetInfo {
+  std::string name;                 // "cpu", "cuda"
+  std::string summary;              // one line for --help and `opbench targets`
+  std::vector<std::string> sizes;   // size classes this target evaluates (shapes live in each workload.toml)
+  std::string default_size;         // the size it optimizes for
+  std::string source_extension;     // ".cpp" (cpu), ".cu" (cuda): baseline<ext>, expert<ext>
+  std::string context_dir;          // folder under context/ with the curated prompt context
+  // Empty when the target can run here; otherwise why not (no GPU, no toolkit).
+  std::function<std::string()> unavailable;
+  std::function<std::unique_ptr<Target>()> make;
+};
+
+// Every target compiled into this program, in a fixed order (the first is the default).
+const std::vector<TargetInfo>& target_registry();
+// The target's declaration by name; throws UsageError naming the known targets.
+const TargetInfo& target_info(const std::string& name);
+// A ready target by name; throws UsageError when unknown or unavailable here (with the reason).
+std::unique_ptr<Target> make_target(const std::string& name);
+// The names, for option checks: "cpu", "cuda".
+std::vector<std::string> target_names();
+// Every size class any target offers, in declaration order (workload specs may declare these).
+std::vector<std::string> all_size_classes();
+
+}  // namespace opbench
