@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_io.h"
 #include "report/table.h"
 #include "search/beam_search.h"
 
@@ -104,7 +105,7 @@ Command add_leaderboard(CLI::App& root) {
               per_workload.add_row(row);
             }
             fmt::print("{}", per_workload.render());
-            if (!json_out->empty()) write_file_atomic(*json_out, out.dump(2));
+            if (!json_out->empty()) write_text_atomic(*json_out, out.dump(2));
             return 0;
           }};
 }

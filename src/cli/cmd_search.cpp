@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_io.h"
 #include "search/beam_search.h"
 #include "targets/registry.h"
 #include "workload/registry.h"
@@ -84,7 +85,7 @@ Command add_search(CLI::App& root) {
               run["workloads"].push_back(s.to_json());
               complete = complete && s.stop_reason.find("--max-evals") == std::string::npos;
             }
-            write_file_atomic(options.out_dir / "run.json", run.dump(2));
+            write_text_atomic(options.out_dir / "run.json", run.dump(2));
             fmt::print("\nwrote {}\n", (options.out_dir / "run.json").string());
             if (!complete) fmt::print("the search stopped at its --max-evals budget; the same command resumes it\n");
             return 0;

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_io.h"
 #include "core/hash.h"
 #include "search/prompt.h"
 
@@ -134,7 +135,7 @@ void Search::save() {
   json state = {{"schema", "opbench.search.state"}, {"version", 1},          {"workload", spec_.id},
                 {"proposer", proposer_.name()},      {"evaluated", list},    {"responses", responses_},
                 {"expert", expert_}};
-  write_file_atomic(dir_ / "state.json", state.dump(1));
+  write_text_atomic(dir_ / "state.json", state.dump(1));
 }
 
 void Search::log(const json& event) {
@@ -194,10 +195,10 @@ const Candidate* Search::evaluate_source(const std::string& source, const std::s
   }
   if (o_.max_evals > 0 && int(new_evaluations_) >= o_.max_evals) throw BudgetReached{};
   const auto file = dir_ / "candidates" / (key.substr(0, 16) + ".cpp");
-  write_file_atomic(file, source);
+  write_text_atomic(file, source);
   say(fmt::format("evaluating {} ({}, iteration {})", file.filename().string(), phase, iteration));
   Result r = evaluate(spec_, Implementation{"candidate", file, {}}, target_, o_.eval);
-  write_file_atomic(dir_ / "candidates" / (key.substr(0, 16) + ".json"), to_json(r).dump(2));
+  write_text_atomic(dir_ / "candidates" / (key.substr(0, 16) + ".json"), to_json(r).dump(2));
   Candidate c;
   c.key = key;
   c.file = file.string();
@@ -400,7 +401,7 @@ SearchSummary Search::summarize_state() {
     const double saved_ms = best->speedup > 0 ? best->baseline_ms * (1.0 - 1.0 / best->speedup) : 0.0;
     if (saved_ms > 0) s.payback_calls = std::ceil((s.build_s + s.eval_s) * 1e3 / saved_ms);
   }
-  write_file_atomic(dir_ / "summary.json", s.to_json().dump(2));
+  write_text_atomic(dir_ / "summary.json", s.to_json().dump(2));
   return s;
 }
 
