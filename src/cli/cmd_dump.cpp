@@ -45,7 +45,9 @@ Command add_dump(CLI::App& root) {
               nlohmann::json list = nlohmann::json::array();
               for (size_t t = 0; t < tensors.size(); ++t) {
                 const std::string file = fmt::format("{}.npy", tensors[t].name);
-                write_npy(std::filesystem::path(o->out) / file, buffers.data(0, int(t)), tensors[t].dtype, tensors[t].shape);
+                std::vector<std::byte> host(buffers.bytes(int(t)));
+                buffers.read(0, int(t), host.data(), host.size());
+                write_npy(std::filesystem::path(o->out) / file, host.data(), tensors[t].dtype, tensors[t].shape);
                 nlohmann::json entry = {{"name", tensors[t].name}, {"file", file}, {"dtype", dtype_name(tensors[t].dtype)}, {"shape", tensors[t].shape}};
                 if (!tensors[t].init.dist.empty()) entry["init"] = {{"dist", tensors[t].init.dist}, {"params", tensors[t].init.params}};
                 list.push_back(entry);

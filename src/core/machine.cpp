@@ -69,3 +69,17 @@ nlohmann::json to_json(const MachineInfo& m) {
 }
 
 }  // namespace opbench
+
+namespace opbench {
+
+uint64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return uint64_t(8) << 30;
+}
+
+}  // namespace opbench

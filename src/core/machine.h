@@ -20,3 +20,10 @@ const MachineInfo& machine_info();
 nlohmann::json to_json(const MachineInfo& m);
 
 }  // namespace opbench
+
+namespace opbench {
+
+// MemAvailable from /proc/meminfo now (not cached: it changes), bytes; 8 GiB when unknown.
+uint64_t available_memory_bytes();
+
+}  // namespace opbench

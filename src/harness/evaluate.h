@@ -1,6 +1,7 @@
 // One evaluation: build, check the kernel against the trusted baseline on fresh secret inputs,
 // time it against the baseline with the paired protocol, and report. Every way a submitted kernel
-// can fail ends as a Result with a status; only harness or machine faults throw.
+// can fail ends as a Result with a status; only harness or machine faults throw. The phases live in
+// harness/session.h; this header is what commands and the search use.
 #pragma once
 
 #include <filesystem>
@@ -35,6 +36,14 @@ struct EvalOptions {
   bool time = true;       // false: correctness only
   bool sandbox = true;    // false: workers run unconfined (measuring the sandbox's cost, nothing else)
   TimingOptions timing;
+  // Wall-time bound of the whole evaluation (build, oracle, trials, timing, guards), seconds; 0: none.
+  // The timing phase's cap shrinks to fit; guards that no longer fit are skipped and say so.
+  double deadline_s = 0;
+  // Most bytes the evaluation's buffers may take (inputs, both sides' outputs, expected copies);
+  // 0: a quarter of the memory available when it starts. Fewer input sets are used to fit.
+  uint64_t max_memory_bytes = 0;
+  // This machine's ceilings for the roofline floor (0: unknown, no floor check).
+  double peak_flops_per_s = 0, peak_bytes_per_s = 0;
   std::function<void(const std::string&)> progress;
 };
 
@@ -50,8 +59,13 @@ SingleRun run_once(const ResolvedWorkload& workload, const Implementation& impl,
 int default_thread_count();
 
 // How many input sets an evaluation rotates through: one pass over them is at least twice the
-// last-level cache, as many as fit in 256 MiB, at least 2 and at most 64.
-int rotation_sets(const ResolvedWorkload& workload);
+// last-level cache, as many as fit in 256 MiB (so short calls still get long batches), at most
+// 1024, and never more than fit in `max_memory_bytes` (0: no bound) — at least 2.
+int rotation_sets(const ResolvedWorkload& workload, uint64_t max_memory_bytes = 0);
+
+// Bytes an evaluation holds per input set: the inputs, both sides' outputs and the parent's copy of
+// the expected outputs.
+uint64_t bytes_per_set(const ResolvedWorkload& workload);
 
 // Fills set `set` of `inputs` from `seed` (every input tensor of the workload).
 void fill_input_set(const ResolvedWorkload& workload, BufferSet& inputs, int set, uint64_t seed);

@@ -100,17 +100,27 @@ GemmFloor measure_gemm_floor(const WorkloadSpec& spec, const std::string& size, 
   BatchOutcome g = bare_launch.runner->run(0, sets, limit);
   if (!b.ok() || !g.ok()) throw std::runtime_error("a warm-up failed: " + b.detail + g.detail);
 
-  TimedSide bare_side, base_side;
-  bare_side.runner = bare_launch.runner.get();
-  bare_side.estimated_call_s = g.parent_seconds / sets;
-  base_side.runner = base_launch.runner.get();
-  base_side.estimated_call_s = b.parent_seconds / sets;
-  // The bare GEMMs play the reference side: the paired ratio is bare / baseline.
-  PairedTiming pt = measure_paired(bare_side, base_side, sets, timing);
-  if (pt.candidate_failed) throw std::runtime_error("the baseline failed while timed: " + pt.failure.detail);
+  // The bare GEMMs play the reference side: the paired ratio is bare / baseline. Both rotate through
+  // the same sets, a batch apart.
+  const int calls = paired_batch_calls(g.parent_seconds / sets, b.parent_seconds / sets, sets, timing);
+  int next = 0;
   std::vector<double> base_ms, bare_ms;
-  for (double s : base_side.per_call_s) base_ms.push_back(s * 1e3);
-  for (double s : bare_side.per_call_s) bare_ms.push_back(s * 1e3);
+  auto run_pair = [&](size_t, bool bare_first) -> std::optional<PairSample> {
+    const int first = next;
+    next = (next + calls) % sets;
+    PairSample sample;
+    for (int side = 0; side < 2; ++side) {
+      const bool bare_turn = (side == 0) == bare_first;
+      KernelRunner& runner = bare_turn ? *bare_launch.runner : *base_launch.runner;
+      BatchOutcome o = runner.run(first, calls, limit);
+      if (!o.ok()) throw std::runtime_error(fmt::format("the {} failed while timed: {}", bare_turn ? "bare GEMM" : "baseline", o.detail));
+      (bare_turn ? sample.baseline_call_s : sample.candidate_call_s) = o.parent_seconds / calls;
+    }
+    bare_ms.push_back(sample.baseline_call_s * 1e3);
+    base_ms.push_back(sample.candidate_call_s * 1e3);
+    return sample;
+  };
+  PairedTiming pt = measure_paired(run_pair, timing);
   out.baseline_ms = summarize(base_ms).median;
   out.bare_ms = summarize(bare_ms).median;
   out.ratio = 1.0 / pt.estimate.geomean;

@@ -55,13 +55,25 @@ class ReferenceRunner {
 
   // Runs with input t drawn from seeds[t]; returns the outputs as doubles.
   Outputs run(const std::vector<uint64_t>& seeds) {
-    for (size_t t = 0; t < w_.inputs.size(); ++t) fill_input(inputs_->data(0, int(t)), w_.inputs[t], seeds[t], t, 1);
-    for (int t = 0; t < outputs_->tensors(); ++t) std::memset(outputs_->data(0, t), 0xFF, outputs_->bytes(t));
+    std::vector<std::byte> host;
+    for (size_t t = 0; t < w_.inputs.size(); ++t) {
+      host.resize(w_.inputs[t].bytes());
+      fill_input(host.data(), w_.inputs[t], seeds[t], t, 1);
+      inputs_->write(0, int(t), host.data(), host.size());
+    }
+    for (int t = 0; t < outputs_->tensors(); ++t) {
+      host.assign(outputs_->bytes(t), std::byte{0xFF});
+      outputs_->write(0, t, host.data(), host.size());
+    }
     BatchOutcome b = launch_.runner->run(0, 1, std::chrono::minutes(5));
     if (!b.ok()) throw std::runtime_error("the reference failed: " + b.detail);
     Outputs out;
     for (size_t t = 0; t < w_.outputs.size(); ++t)
-      out.push_back(to_doubles(outputs_->data(0, int(t)), w_.outputs[t].numel(), w_.outputs[t].dtype));
+    {
+      host.resize(outputs_->bytes(int(t)));
+      outputs_->read(0, int(t), host.data(), host.size());
+      out.push_back(to_doubles(host.data(), w_.outputs[t].numel(), w_.outputs[t].dtype));
+    }
     return out;
   }
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/json_io.h"
+
 #ifndef OPBENCH_VERSION
 #define OPBENCH_VERSION "0.0.0"
 #endif
@@ -52,9 +54,7 @@ Status parse_status(std::string_view name) {
 std::string opbench_version() { return std::string(OPBENCH_VERSION) + "+" + OPBENCH_GIT_SHA; }
 
 json to_json(const Result& r) {
-  json j;
-  j["schema"] = kResultSchema;
-  j["schema_version"] = kResultSchemaVersion;
+  json j = stamp_schema(json::object(), kResultSchema);
   j["workload"] = r.workload;
   j["size"] = r.size;
   j["shape"] = r.shape;
@@ -63,22 +63,27 @@ json to_json(const Result& r) {
   j["status"] = status_name(r.status);
   j["message"] = r.message;
   const auto& c = r.correctness;
-  j["correctness"] = {{"trials", c.trials},         {"passed", c.passed},
-                      {"max_abs_err", number(c.max_abs_err)}, {"max_rel_err", number(c.max_rel_err)},
-                      {"mismatches", c.mismatches}, {"non_finite", c.non_finite},
+  j["correctness"] = {{"trials", c.trials},
+                      {"passed", c.passed},
+                      {"max_abs_err", number(c.max_abs_err)},
+                      {"max_rel_err", number(c.max_rel_err)},
+                      {"mismatches", c.mismatches},
+                      {"non_finite", c.non_finite},
                       {"elements_checked", c.elements_checked},
-                      {"atol", c.atol},             {"rtol", c.rtol},
+                      {"atol", number(c.atol)},
+                      {"rtol", number(c.rtol)},
                       {"reason", c.reason}};
   if (r.timing) {
     const auto& t = *r.timing;
     json timing = summary_json(t.per_call_ms);
     timing["calls"] = t.calls;
     timing["batches"] = t.batches;
+    timing["calls_per_batch"] = t.calls_per_batch;
     timing["worker_median_ms"] = number(t.worker_median_ms);
     timing["parent_over_worker"] = number(t.parent_over_worker);
     timing["baseline"] = summary_json(t.baseline_per_call_ms);
     timing["baseline"]["calls"] = t.baseline_calls;
-    timing["seconds"] = t.seconds;
+    timing["seconds"] = number(t.seconds);
     timing["stop_reason"] = t.stop_reason;
     timing["outlier_pairs"] = t.outlier_pairs;
     timing["flags"] = t.flags;
@@ -88,32 +93,44 @@ json to_json(const Result& r) {
   }
   if (r.speedup) {
     j["speedup"] = {{"vs_baseline", number(r.speedup->vs_baseline)}, {"ci95_low", number(r.speedup->ci95_low)},
-                    {"ci95_high", number(r.speedup->ci95_high)}, {"median_ratio", number(r.speedup->median_ratio)},
-                    {"pairs", r.speedup->pairs}};
+                    {"ci95_high", number(r.speedup->ci95_high)},     {"median_ratio", number(r.speedup->median_ratio)},
+                    {"pairs", r.speedup->pairs},                     {"standing", r.speedup->standing},
+                    {"standing_reason", r.speedup->standing_reason}};
   } else {
     j["speedup"] = nullptr;
   }
-  j["work"] = {{"flops", r.work.flops}, {"useful_flops", r.work.useful_flops}, {"bytes", r.work.bytes},
-               {"gflops_per_s", number(r.work.gflops_per_s)}, {"gbytes_per_s", number(r.work.gbytes_per_s)},
+  j["work"] = {{"flops", number(r.work.flops)},
+               {"useful_flops", number(r.work.useful_flops)},
+               {"bytes", number(r.work.bytes)},
+               {"gflops_per_s", number(r.work.gflops_per_s)},
+               {"gbytes_per_s", number(r.work.gbytes_per_s)},
                {"intensity", number(r.work.intensity)}};
   j["threads"] = r.threads;
   j["machine"] = r.machine;
-  j["cost"] = {{"build_s", r.build_s}, {"eval_s", r.eval_s}, {"build_cached", r.build_cached}};
+  j["cost"] = {{"build_s", number(r.build_s)}, {"eval_s", number(r.eval_s)}, {"build_cached", r.build_cached}};
   j["build"] = {{"compiler", r.compiler}, {"log", r.build_log}};
   j["kernel_output"] = r.kernel_output;
   j["sandbox"] = r.sandbox;
-  j["integrity"] = {{"calls_verified", r.integrity.calls_verified},
-                    {"batches_watched", r.integrity.batches_watched},
-                    {"max_idle_cpu_ms", number(r.integrity.max_idle_cpu_ms)},
-                    {"fresh_over_repeat", number(r.integrity.fresh_over_repeat)},
-                    {"baseline_fresh_over_repeat", number(r.integrity.baseline_fresh_over_repeat)}};
+  const auto& g = r.integrity;
+  j["integrity"] = {{"calls_verified", g.calls_verified},
+                    {"batches_watched", g.batches_watched},
+                    {"max_idle_cpu_ms", number(g.max_idle_cpu_ms)},
+                    {"fresh_over_repeat", number(g.fresh_over_repeat)},
+                    {"baseline_fresh_over_repeat", number(g.baseline_fresh_over_repeat)},
+                    {"fresh_check", g.fresh_check},
+                    {"input_sets", g.input_sets},
+                    {"roofline_floor_ms", number(g.roofline_floor_ms)},
+                    {"worker_cpu_s", number(g.worker_cpu_s)},
+                    {"checks_not_run", g.checks_not_run}};
   j["timestamp"] = r.timestamp;
-  j["opbench_version"] = opbench_version();
+  j["opbench_version"] = r.opbench_version.empty() ? opbench_version() : r.opbench_version;
   return j;
 }
 
+// Reads what to_json writes, field for field: result -> JSON -> result -> JSON is byte-identical.
+// Missing optional fields take their defaults, so documents of an older minor version still read.
 Result result_from_json(const json& j) {
-  if (j.value("schema", "") != kResultSchema) throw std::invalid_argument("not an opbench.result document");
+  check_schema(j, kResultSchema, "result");
   Result r;
   r.workload = j.at("workload");
   r.size = j.at("size");
@@ -127,19 +144,24 @@ Result result_from_json(const json& j) {
   r.correctness.passed = c.at("passed");
   r.correctness.max_abs_err = read_number(c, "max_abs_err");
   r.correctness.max_rel_err = read_number(c, "max_rel_err");
-  r.correctness.mismatches = c.at("mismatches");
-  r.correctness.atol = c.at("atol");
-  r.correctness.rtol = c.at("rtol");
-  r.correctness.reason = c.at("reason");
+  r.correctness.mismatches = c.value("mismatches", size_t(0));
+  r.correctness.non_finite = c.value("non_finite", size_t(0));
+  r.correctness.elements_checked = c.value("elements_checked", size_t(0));
+  r.correctness.atol = read_number(c, "atol");
+  r.correctness.rtol = read_number(c, "rtol");
+  r.correctness.reason = c.value("reason", "");
   if (!j.at("timing").is_null()) {
     TimingInfo t;
     const json& tj = j.at("timing");
     t.per_call_ms = summary_from(tj);
-    t.calls = tj.at("calls");
-    t.batches = tj.at("batches");
+    t.calls = tj.value("calls", size_t(0));
+    t.batches = tj.value("batches", size_t(0));
+    t.calls_per_batch = tj.value("calls_per_batch", size_t(0));
     t.worker_median_ms = read_number(tj, "worker_median_ms");
     t.parent_over_worker = read_number(tj, "parent_over_worker");
     t.baseline_per_call_ms = summary_from(tj.at("baseline"));
+    t.baseline_calls = tj.at("baseline").value("calls", size_t(0));
+    t.seconds = read_number(tj, "seconds");
     t.stop_reason = tj.value("stop_reason", "");
     t.outlier_pairs = tj.value("outlier_pairs", size_t(0));
     t.flags = tj.value("flags", std::vector<std::string>{});
@@ -147,16 +169,23 @@ Result result_from_json(const json& j) {
   }
   if (!j.at("speedup").is_null()) {
     const json& s = j.at("speedup");
-    r.speedup = SpeedupInfo{read_number(s, "vs_baseline"), read_number(s, "ci95_low"), read_number(s, "ci95_high"),
-                            read_number(s, "median_ratio"), s.at("pairs")};
+    r.speedup = SpeedupInfo{read_number(s, "vs_baseline"),  read_number(s, "ci95_low"), read_number(s, "ci95_high"),
+                            read_number(s, "median_ratio"), s.value("pairs", size_t(0)), s.value("standing", "ok"),
+                            s.value("standing_reason", "")};
   }
   const json& w = j.at("work");
-  r.work = {w.at("flops"), w.at("useful_flops"), w.at("bytes"), read_number(w, "gflops_per_s"),
-            read_number(w, "gbytes_per_s"), read_number(w, "intensity")};
+  r.work = {read_number(w, "flops"),        read_number(w, "useful_flops"), read_number(w, "bytes"),
+            read_number(w, "gflops_per_s"), read_number(w, "gbytes_per_s"), read_number(w, "intensity")};
   r.threads = j.at("threads");
   r.machine = j.at("machine");
-  r.build_s = j.at("cost").at("build_s");
-  r.eval_s = j.at("cost").at("eval_s");
+  r.build_s = read_number(j.at("cost"), "build_s");
+  r.eval_s = read_number(j.at("cost"), "eval_s");
+  r.build_cached = j.at("cost").value("build_cached", false);
+  if (j.contains("build")) {
+    r.compiler = j.at("build").value("compiler", "");
+    r.build_log = j.at("build").value("log", "");
+  }
+  r.kernel_output = j.value("kernel_output", "");
   r.sandbox = j.value("sandbox", "");
   if (j.contains("integrity")) {
     const json& g = j.at("integrity");
@@ -165,8 +194,14 @@ Result result_from_json(const json& j) {
     r.integrity.max_idle_cpu_ms = read_number(g, "max_idle_cpu_ms");
     r.integrity.fresh_over_repeat = read_number(g, "fresh_over_repeat");
     r.integrity.baseline_fresh_over_repeat = read_number(g, "baseline_fresh_over_repeat");
+    r.integrity.fresh_check = g.value("fresh_check", "");
+    r.integrity.input_sets = g.value("input_sets", size_t(0));
+    r.integrity.roofline_floor_ms = read_number(g, "roofline_floor_ms");
+    r.integrity.worker_cpu_s = read_number(g, "worker_cpu_s");
+    r.integrity.checks_not_run = g.value("checks_not_run", std::vector<std::string>{});
   }
   r.timestamp = j.value("timestamp", "");
+  r.opbench_version = j.value("opbench_version", "");
   return r;
 }
 

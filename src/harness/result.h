@@ -1,5 +1,6 @@
 // One evaluated implementation: what was run, how it ended, and what was measured. JSON (schema
-// "opbench.result", version 1) is the source of truth; tables are views of it.
+// "opbench.result", schema_version from core/json_io.h) is the source of truth; tables are views of
+// it, and reading a result back loses nothing (result -> JSON -> result -> JSON is byte-identical).
 #pragma once
 
 #include <optional>
@@ -13,7 +14,6 @@
 namespace opbench {
 
 inline constexpr const char* kResultSchema = "opbench.result";
-inline constexpr int kResultSchemaVersion = 1;
 
 // untrusted: every output checked was right, but the harness saw the kernel game the measurement
 // (work left running after ob_run returned, time that depends on seeing inputs again); the message
@@ -44,6 +44,7 @@ struct TimingInfo {
   Summary baseline_per_call_ms;
   size_t baseline_calls = 0;
   double seconds = 0;           // wall time of the timing phase
+  size_t calls_per_batch = 0;   // both sides, every pair
   std::string stop_reason;      // "precision" or "time_cap"
   size_t outlier_pairs = 0;     // pairs left out of the speedup estimate as disturbed
   std::vector<std::string> flags;
@@ -56,12 +57,22 @@ struct IntegrityInfo {
   double max_idle_cpu_ms = -1;        // most CPU the candidate's worker used in a watch window
   double fresh_over_repeat = 0;       // candidate: per-call time on never-seen inputs / on seen inputs (median of rounds)
   double baseline_fresh_over_repeat = 0;  // the same for the baseline
+  std::string fresh_check;            // passed, failed, inconclusive: why, skipped: why
+  size_t input_sets = 0;              // sets rotated through; every timed pair refills its sets
+  double roofline_floor_ms = 0;       // the floor the median was held against (0: no ceilings known)
+  double worker_cpu_s = -1;           // candidate worker's CPU time measured from outside (-1: not measured)
+  std::vector<std::string> checks_not_run;  // guards this target or machine could not apply, and why
 };
 
 struct SpeedupInfo {
-  double vs_baseline = 0, ci95_low = 0, ci95_high = 0;  // geomean of paired ratios and its interval
+  double vs_baseline = 0, ci95_low = 0, ci95_high = 0;  // Hodges-Lehmann estimate of the paired ratios and its 95% interval
   double median_ratio = 0;                               // baseline median / candidate median
   size_t pairs = 0;
+  // ok; imprecise (the time cap came first: read the interval); unreliable (the measurement
+  // contradicts itself: clocks disagree, faster than the roofline floor). Rankings and geomeans
+  // leave out unreliable speedups.
+  std::string standing = "ok";
+  std::string standing_reason;
 };
 
 struct WorkInfo {
@@ -86,9 +97,11 @@ struct Result {
   std::string compiler, build_log, kernel_output, sandbox;
   IntegrityInfo integrity;
   std::string timestamp;
+  std::string opbench_version;  // the program that measured it; empty: this one
 };
 
 nlohmann::json to_json(const Result& r);
+// Throws SchemaError (core/json_io.h) for a document of another kind or major version.
 Result result_from_json(const nlohmann::json& j);
 
 // The version of this program: project version and the git commit it was built from.

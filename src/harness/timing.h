@@ -1,57 +1,70 @@
-// The paired timing protocol: baseline and candidate batches interleaved (ABBA order, so a linear
-// drift of the machine cancels), each batch timed by the parent's clock, rotating through the input
-// sets, until a noise rule or a time cap stops it.
+// The paired timing protocol: baseline and candidate batches interleaved in pairs (ABBA order, so a
+// linear drift of the machine cancels), each batch timed by the parent's clock, until the stopping
+// rule says the speedup is known well enough or the time cap is reached. What one pair does (which
+// sets, which inputs, what is checked) belongs to the evaluation session; this file owns the loop,
+// the stopping rule and the estimate.
 #pragma once
 
-#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/stats.h"
-#include "targets/target.h"
 
 namespace opbench {
 
 struct TimingOptions {
-  double batch_seconds = 0.04;     // aim for batches this long: far above the pipe round trip
+  double batch_seconds = 0.04;      // aim for batches of the slower side this long
+  double min_batch_seconds = 0.002; // and the faster side's at least this long where the sets allow:
+                                    // below it the timer, the pipe and the scheduler dominate
   int min_pairs = 5;
   double min_seconds = 1.0;
-  double max_seconds = 10.0;       // time cap of the timing phase
-  double target_precision = 0.01;  // stop when the 95% half-widths are under 1%
-  double call_timeout_s = 30.0;    // a batch may take this long per call before it counts as a hang
+  double max_seconds = 10.0;        // time cap of the timing phase
+  double target_precision = 0.01;   // stop when the 95% half-width of log(speedup) is under 1%
+  double call_timeout_s = 30.0;     // a batch may take this long per call before it counts as a hang
+  std::function<double()> clock;    // seconds; empty: the steady clock (tests give a fake one)
 };
 
-struct TimedSide {
-  KernelRunner* runner = nullptr;
-  double estimated_call_s = 0;      // from earlier calls, to size the batches
-  int calls_per_batch = 1;
-  int next_set = 0;
-  std::vector<double> per_call_s;   // parent's clock, one entry per timed batch
-  std::vector<double> worker_per_call_s;
-  size_t calls = 0;
-  std::vector<bool> sets_written;
-  // Run around every batch of this side, warm-up included, outside its timed window: poisoning and
-  // exposing the batch's sets before, checking its outputs after. Returning false stops the protocol
-  // (the hook keeps the reason).
-  std::function<bool(int first_set, int calls)> before_batch, after_batch;
+// Calls per batch for both sides of a pair: the slower side's batch near batch_seconds, raised so
+// the faster side's reaches min_batch_seconds, never more than `sets` (a batch never runs a set
+// twice, so every call's outputs can be checked).
+int paired_batch_calls(double baseline_call_s, double candidate_call_s, int sets, const TimingOptions& options);
+
+// Decides after each pair whether to go on.
+class StoppingRule {
+ public:
+  explicit StoppingRule(const TimingOptions& options) : options_(options) {}
+  // Returns the stop reason ("precision" or "time_cap"), or an empty string to measure another pair.
+  std::string after_pair(const std::vector<double>& ratios, double elapsed_s);
+  const RatioEstimate& estimate() const { return estimate_; }
+
+ private:
+  TimingOptions options_;
+  RatioEstimate estimate_;
+};
+
+// One timed pair as the session measured it: per-call seconds of each side by the parent's clock,
+// and the candidate's by the worker's own clock.
+struct PairSample {
+  double baseline_call_s = 0, candidate_call_s = 0, candidate_worker_call_s = 0;
 };
 
 struct PairedTiming {
-  bool candidate_failed = false;
-  BatchOutcome failure;             // when candidate_failed by its runner
-  bool stopped_by_check = false;    // a before/after hook of the candidate returned false
-  std::vector<double> ratios;       // baseline per-call / candidate per-call, one per pair
-  size_t outlier_pairs = 0;         // pairs left out of the estimate (see drop_outlier_ratios)
-  RatioEstimate estimate;           // over the pairs kept
+  bool aborted = false;              // run_pair returned nothing: the session recorded why
+  std::vector<PairSample> pairs;
+  std::vector<double> ratios;        // baseline per-call / candidate per-call, one per pair
+  size_t outlier_pairs = 0;          // pairs far from the rest (diagnostic; the estimate is robust to them)
+  RatioEstimate estimate;            // Hodges-Lehmann over every pair
   double seconds = 0;
   std::string stop_reason;
 };
 
-// Runs the protocol. `sets` is the number of input sets to rotate through; a batch never has more
-// calls than sets, so no set is used twice in one batch and every call's outputs can be checked. Throws if the trusted
-// baseline fails (a harness or machine problem, not the candidate's).
-PairedTiming measure_paired(TimedSide& baseline, TimedSide& candidate, int sets, const TimingOptions& options,
-                            const std::function<void(const std::string&)>& progress = {});
+// Runs pairs until the stopping rule stops them. `run_pair(index, baseline_first)` measures one
+// pair, or returns nothing to abort (a failure the session has recorded). `clock` gives seconds
+// (steady clock by default; tests give a fake one).
+PairedTiming measure_paired(const std::function<std::optional<PairSample>(size_t pair, bool baseline_first)>& run_pair,
+                            const TimingOptions& options, const std::function<void(const std::string&)>& progress = {},
+                            const std::function<double()>& clock = {});
 
 }  // namespace opbench

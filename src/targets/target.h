@@ -34,14 +34,24 @@ struct BuildOutcome {
 };
 
 // N sets of the same list of tensors (all inputs of a call, or all outputs), owned by the parent
-// and shared with workers. Every tensor has a guard region after it; writes there are detected.
+// and reachable by workers. The harness never dereferences this memory: it lives wherever the
+// target keeps it (shared memory for cpu, device memory for cuda), and the harness moves bytes in
+// and out through these calls only. Every tensor has a guard region after it; writes there are
+// detected.
 class BufferSet {
  public:
   virtual ~BufferSet() = default;
   virtual int sets() const = 0;
   virtual int tensors() const = 0;
-  virtual std::byte* data(int set, int tensor) = 0;
   virtual size_t bytes(int tensor) const = 0;
+  // Copies `bytes` (== bytes(tensor)) host bytes into / out of one tensor of one set.
+  virtual void write(int set, int tensor, const void* host, size_t bytes) = 0;
+  virtual void read(int set, int tensor, void* host, size_t bytes) const = 0;
+  // Fills every tensor of `set` with the poison pattern (fill_poison in core/poison.h): NaN in
+  // float lanes, so an element a kernel skips fails the comparison.
+  virtual void poison(int set) = 0;
+  // A hash of every tensor of `set`: equal digests before and after a call mean untouched inputs.
+  virtual uint64_t digest(int set) const = 0;
   // False when a kernel wrote into the canary bytes after a tensor of `set`; names the tensor.
   virtual bool canaries_intact(int set, std::string* damaged_tensor) const = 0;
 };
@@ -59,9 +69,19 @@ struct BatchOutcome {
   bool ok() const { return kind == Kind::ok; }
 };
 
+// What a target's runner can do beyond running batches. The harness asks for these instead of
+// assuming them, and says in the result which checks a target could not run.
+struct RunnerCapabilities {
+  bool idle_cpu_clock = false;      // cpu_seconds_since_reply() measures the idle worker
+  bool operation_counter = false;   // operation_count() works for counting builds (the lint)
+  bool freezes_when_idle = false;   // the worker cannot run between requests
+  bool cpu_time_accounting = false; // cpu_seconds_total() measures the worker from outside
+};
+
 class KernelRunner {
  public:
   virtual ~KernelRunner() = default;
+  virtual RunnerCapabilities capabilities() const = 0;
   // Makes the tensors of sets first_set.. first_set+calls-1 (mod sets) the only ones the kernel can
   // touch. run() does it too when needed; calling it first keeps that work out of the timed window.
   virtual BatchOutcome prepare(int first_set, int calls) = 0;
@@ -74,6 +94,8 @@ class KernelRunner {
   // Floating-point operations counted so far by a kernel built with the lint's counter
   // (ob_count_operations); -1 when the kernel has no counter.
   virtual int64_t operation_count() = 0;
+  // CPU seconds the worker has used in all, measured from outside it; -1 without that capability.
+  virtual double cpu_seconds_total() { return -1; }
 };
 
 struct LaunchOptions {

@@ -44,4 +44,36 @@ TEST(Stats, DropsOnlyFarOutliers) {
   EXPECT_EQ(dropped, 0u);
 }
 
+TEST(Stats, HodgesLehmannFollowsTheMedianUnderHeavyTails) {
+  // Mostly ~0.95 with a tenth of the pairs disturbed by a factor of 100 in one direction: the mean
+  // of logs is dragged far off, the Hodges-Lehmann estimate and its interval stay near the median.
+  std::vector<double> ratios;
+  for (int i = 0; i < 45; ++i) ratios.push_back(0.95 * (1 + 0.01 * ((i * 7) % 5 - 2)));
+  for (int i = 0; i < 5; ++i) ratios.push_back(0.0095);
+  const double median = summarize(ratios).median;
+  RatioEstimate hl = hodges_lehmann_ratio(ratios);
+  RatioEstimate mean = paired_ratio(ratios);
+  EXPECT_LT(mean.geomean, 0.65);  // what the old estimator reported
+  EXPECT_NEAR(hl.geomean / median, 1.0, 0.05);
+  EXPECT_LE(hl.ci95_low, median * 1.001);
+  EXPECT_GE(hl.ci95_high, median * 0.90);
+  EXPECT_GT(hl.ci95_low, 0.80);
+}
+
+TEST(Stats, HodgesLehmannIntervalCoversAndNarrows) {
+  RatioEstimate constant = hodges_lehmann_ratio({1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5});
+  EXPECT_NEAR(constant.geomean, 1.5, 1e-12);
+  EXPECT_NEAR(constant.ci95_low, 1.5, 1e-12);
+  EXPECT_NEAR(constant.ci95_high, 1.5, 1e-12);
+  std::vector<double> few{1.0, 1.1, 0.9}, many;
+  for (int i = 0; i < 200; ++i) many.push_back(i % 2 ? 1.1 : 0.9);
+  RatioEstimate a = hodges_lehmann_ratio(few), b = hodges_lehmann_ratio(many);
+  EXPECT_LE(a.ci95_low, 1.0);
+  EXPECT_GE(a.ci95_high, 1.0);
+  EXPECT_LT(b.rel_halfwidth, a.rel_halfwidth);
+  EXPECT_LE(b.ci95_low, 1.0);
+  EXPECT_GE(b.ci95_high, 0.99);
+  EXPECT_TRUE(std::isinf(hodges_lehmann_ratio({2.0}).ci95_high));
+}
+
 }  // namespace opbench

@@ -1,5 +1,8 @@
 #include "targets/cpu/shared_arena.h"
 
+#include "core/hash.h"
+#include "core/poison.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -46,6 +49,31 @@ SharedArena::SharedArena(const std::vector<TensorInstance>& tensors, int sets, c
 SharedArena::~SharedArena() {
   if (base_) munmap(base_, total_);
   if (fd_ >= 0) close(fd_);
+}
+
+void SharedArena::check(int set, int tensor, size_t n) const {
+  if (set < 0 || set >= sets_ || tensor < 0 || tensor >= tensors() || n != bytes(tensor))
+    throw std::logic_error(fmt::format("shared arena: set {} tensor {} with {} bytes is out of range", set, tensor, n));
+}
+
+void SharedArena::write(int set, int tensor, const void* host, size_t n) {
+  check(set, tensor, n);
+  std::memcpy(at(set, tensor), host, n);
+}
+
+void SharedArena::read(int set, int tensor, void* host, size_t n) const {
+  check(set, tensor, n);
+  std::memcpy(host, at(set, tensor), n);
+}
+
+void SharedArena::poison(int set) {
+  for (int t = 0; t < tensors(); ++t) fill_poison(at(set, t), bytes(t));
+}
+
+uint64_t SharedArena::digest(int set) const {
+  uint64_t h = 0;
+  for (int t = 0; t < tensors(); ++t) h = h * 31 + xxh3_64(at(set, t), bytes(t));
+  return h;
 }
 
 bool SharedArena::canaries_intact(int set, std::string* damaged_tensor) const {

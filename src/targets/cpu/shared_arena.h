@@ -20,8 +20,11 @@ class SharedArena final : public BufferSet {
 
   int sets() const override { return sets_; }
   int tensors() const override { return int(tensors_.size()); }
-  std::byte* data(int set, int tensor) override { return base_ + slot(set, tensor).offset; }
   size_t bytes(int tensor) const override { return tensors_[size_t(tensor)].bytes(); }
+  void write(int set, int tensor, const void* host, size_t bytes) override;
+  void read(int set, int tensor, void* host, size_t bytes) const override;
+  void poison(int set) override;
+  uint64_t digest(int set) const override;
   bool canaries_intact(int set, std::string* damaged_tensor) const override;
 
   // What a worker needs to map the arena and find its tensors.
@@ -36,6 +39,8 @@ class SharedArena final : public BufferSet {
     size_t offset = 0, canary_begin = 0, canary_end = 0;
   };
   const Slot& slot(int set, int tensor) const { return slots_[size_t(set) * tensors_.size() + size_t(tensor)]; }
+  std::byte* at(int set, int tensor) const { return base_ + slot(set, tensor).offset; }
+  void check(int set, int tensor, size_t bytes) const;
 
   std::vector<TensorInstance> tensors_;
   int sets_ = 0;

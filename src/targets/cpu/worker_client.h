@@ -23,6 +23,12 @@ class WorkerClient final : public KernelRunner {
   static LaunchOutcome start(const std::filesystem::path& worker_program, const std::filesystem::path& kernel,
                              SharedArena& inputs, SharedArena& outputs, const LaunchOptions& options);
 
+  RunnerCapabilities capabilities() const override {
+    RunnerCapabilities c;
+    c.idle_cpu_clock = true;
+    c.operation_counter = true;
+    return c;
+  }
   BatchOutcome prepare(int first_set, int calls) override;
   BatchOutcome run(int first_set, int calls, std::chrono::milliseconds timeout) override;
   double cpu_seconds_since_reply() override;

@@ -1,0 +1,554 @@
+#include "harness/session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/compare.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/hash.h"
+#include "core/machine.h"
+#include "core/rng.h"
+#include "core/utf8.h"
+
+namespace opbench {
+namespace {
+
+std::string now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buffer;
+}
+
+// After a candidate batch the parent may watch the idle worker's CPU clock: it lets the worker
+// settle (its OpenMP pool spins GOMP_SPINCOUNT=1000 iterations, then sleeps), then measures a quiet
+// window, which must stay quiet. Linux folds a running thread's time into the clock at scheduler
+// ticks (4 ms at HZ=250), so the window is longer than a tick: a thread that runs through it is
+// charged at least a tick. Honest workers measured 0.00-0.05 ms there.
+constexpr auto kIdleSettle = std::chrono::milliseconds(2);
+constexpr auto kIdleWatch = std::chrono::milliseconds(5);
+constexpr double kIdleQuietLimitS = 0.001;
+// Timed batches are watched at random, this share of them (trials and fresh-input calls always),
+// so the watch costs little and a kernel cannot tell which batches are watched.
+constexpr double kWatchShare = 0.25;
+
+// The fresh-input cross-check: a candidate this much slower per call on never-seen inputs than on
+// inputs it has seen, relative to the baseline's ratio in the same round, in the median of the
+// rounds, is reusing work across calls. Caching kernels show 5-40x; honest ones measured up to
+// 1.6x on a busy machine. Parts shorter than kFreshMinPartS are dominated by timer and scheduling
+// noise (an honest A/A at the test size once read 6.8x there), so the check is inconclusive then;
+// the timed pairs never reuse inputs anyway, so a cache cannot gain there.
+constexpr double kFreshSlowdownLimit = 2.0;
+constexpr int kFreshRounds = 5;
+constexpr double kFreshMinPartS = 0.002;
+
+// A candidate whose median call is faster than this share of the roofline floor did something
+// the machine cannot do honestly; between it and 1.0 the result is flagged (cache-resident data
+// can legitimately beat the DRAM roof at small sizes).
+constexpr double kRooflineUntrustedShare = 0.5;
+// CPU time above threads x wall by this factor means the kernel ran more threads than it was given.
+constexpr double kThreadOveruse = 1.25;
+
+Status status_of(const BatchOutcome& b) { return b.kind == BatchOutcome::Kind::timed_out ? Status::timeout : Status::runtime_error; }
+
+double to_seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+void ExpectedOutputs::capture(BufferSet& from, int set) {
+  std::vector<std::vector<std::byte>> tensors(size_t(from.tensors()));
+  for (int t = 0; t < from.tensors(); ++t) {
+    tensors[size_t(t)].resize(from.bytes(t));
+    from.read(set, t, tensors[size_t(t)].data(), from.bytes(t));
+  }
+  for (auto& [s, data] : by_set_)
+    if (s == set) {
+      data = std::move(tensors);
+      return;
+    }
+  by_set_.emplace_back(set, std::move(tensors));
+}
+
+bool ExpectedOutputs::has(int set) const {
+  return std::any_of(by_set_.begin(), by_set_.end(), [&](const auto& e) { return e.first == set; });
+}
+
+const std::vector<std::byte>& ExpectedOutputs::at(int set, int tensor) const {
+  for (const auto& [s, data] : by_set_)
+    if (s == set) return data[size_t(tensor)];
+  throw std::logic_error(fmt::format("no expected outputs captured for set {}", set));
+}
+
+EvaluationSession::EvaluationSession(const WorkloadSpec& spec, const Implementation& candidate, Target& target, const EvalOptions& options)
+    : spec_(spec), candidate_(candidate), target_(target), options_(options), start_(Clock::now()), watch_draw_(fresh_secret_seed()) {}
+
+EvaluationSession::~EvaluationSession() = default;
+
+void EvaluationSession::say(const std::string& text) const {
+  if (options_.progress) options_.progress(text);
+}
+
+double EvaluationSession::seconds_left() const {
+  if (options_.deadline_s <= 0) return INFINITY;
+  return options_.deadline_s - to_seconds(Clock::now() - start_);
+}
+
+std::chrono::milliseconds EvaluationSession::call_limit() const {
+  return std::chrono::milliseconds(int64_t(options_.timing.call_timeout_s * 1000));
+}
+
+// Batches over many sets (the warm-up, the cross-check) may take `call_timeout` per call.
+std::chrono::milliseconds EvaluationSession::long_limit() const {
+  return std::chrono::milliseconds(int64_t(std::max(60.0, options_.timing.call_timeout_s * sets_) * 1000));
+}
+
+bool EvaluationSession::finish(Status s, const std::string& message) {
+  r_.status = s;
+  r_.message = utf8_sanitize(message);
+  if (s != Status::correct && r_.correctness.reason.empty()) r_.correctness.reason = r_.message;
+  if (kernel_) r_.kernel_output = utf8_truncate(kernel_->output_log(), 16000);
+  r_.eval_s = to_seconds(Clock::now() - start_);
+  finished_ = true;
+  return false;
+}
+
+bool EvaluationSession::kernel_failed(const BatchOutcome& b) { return finish(status_of(b), b.detail); }
+
+Result EvaluationSession::run() {
+  w_ = std::make_unique<ResolvedWorkload>(resolve_workload(spec_, options_.size, options_.overrides, target_.float_dtype()));
+  threads_ = options_.threads > 0 ? options_.threads : default_thread_count();
+  r_.workload = spec_.id;
+  r_.size = options_.size;
+  r_.target = target_.name();
+  for (const auto& [k, v] : w_->symbols)
+    if (k != "elem") r_.shape[k] = v;
+  r_.impl = {candidate_.kind, std::filesystem::absolute(candidate_.source).string(), sha256_hex(read_file(candidate_.source))};
+  r_.threads = threads_;
+  r_.machine = to_json(machine_info());
+  r_.timestamp = now_iso8601();
+  r_.correctness.atol = w_->tolerance.atol;
+  r_.correctness.rtol = w_->tolerance.rtol;
+  r_.work.flops = w_->flops;
+  r_.work.useful_flops = w_->useful_flops;
+  r_.work.bytes = w_->min_bytes;
+  r_.work.intensity = w_->intensity();
+  if (build() && allocate() && oracle() && launch() && correctness() && (!options_.time || (timing() && fresh_inputs()))) {
+    verdicts();
+    if (!finished_) finish(Status::correct, "");
+  }
+  return r_;
+}
+
+// 1. Both sides built. The baseline is trusted and may link the vendor libraries.
+bool EvaluationSession::build() {
+  say("building");
+  const Implementation baseline_impl = builtin_implementation(spec_, "baseline");
+  baseline_build_ = target_.build({baseline_impl.source, "baseline", true, {}, {}});
+  if (!baseline_build_.ok)
+    throw std::runtime_error(fmt::format("the baseline of {} does not build:\n{}", spec_.id, baseline_build_.log));
+  candidate_build_ = target_.build({candidate_.source, candidate_.kind, candidate_.trusted(), candidate_.defines, {}});
+  r_.build_s = candidate_build_.seconds;
+  r_.build_cached = candidate_build_.cached;
+  r_.compiler = candidate_build_.compiler;
+  r_.build_log = utf8_truncate(candidate_build_.log, 8000);
+  if (!candidate_build_.ok) return finish(Status::compile_error, "the kernel did not compile; see build.log");
+  if (!candidate_.trusted()) {
+    const std::string refusal = target_.vet(candidate_build_);
+    if (!refusal.empty()) return finish(Status::rejected, refusal);
+  }
+  return true;
+}
+
+// 2. Buffers for the input sets, sized against the memory bound.
+bool EvaluationSession::allocate() {
+  uint64_t bound = options_.max_memory_bytes;
+  if (bound == 0) bound = available_memory_bytes() / 4;
+  const uint64_t two_sets = 2 * bytes_per_set(*w_);
+  if (options_.max_memory_bytes > 0 && two_sets > options_.max_memory_bytes)
+    throw UsageError(fmt::format("{} at size {} needs {:.1f} MiB for two input sets, more than --max-memory ({:.1f} MiB)", spec_.id,
+                                 options_.size, double(two_sets) / (1 << 20), double(options_.max_memory_bytes) / (1 << 20)));
+  sets_ = rotation_sets(*w_, bound);
+  r_.integrity.input_sets = size_t(sets_);
+  say(fmt::format("allocating {} input sets", sets_));
+  inputs_ = target_.allocate(w_->inputs, sets_, "inputs");
+  baseline_out_ = target_.allocate(w_->outputs, sets_, "baseline-outputs");
+  candidate_out_ = target_.allocate(w_->outputs, sets_, "candidate-outputs");
+  input_digests_.assign(size_t(sets_), 0);
+  return true;
+}
+
+void EvaluationSession::refill(int set) {
+  fill_input_set(*w_, *inputs_, set, fresh_secret_seed());
+  input_digests_[size_t(set)] = inputs_->digest(set);
+}
+
+void EvaluationSession::poison(BufferSet& outputs, int first, int calls) {
+  for (int i = 0; i < calls; ++i) outputs.poison((first + i) % sets_);
+}
+
+BatchOutcome EvaluationSession::baseline_batch(int first, int calls, std::chrono::milliseconds limit) {
+  poison(*baseline_out_, first, calls);
+  BatchOutcome b = baseline_->prepare(first, calls);
+  if (b.ok()) b = baseline_->run(first, calls, limit);
+  if (!b.ok()) throw std::runtime_error("the baseline failed: " + b.detail);
+  std::string which;
+  if (!inputs_intact(first, calls, &which)) throw std::runtime_error("the baseline modified its inputs (" + which + ")");
+  return b;
+}
+
+std::optional<BatchOutcome> EvaluationSession::candidate_batch(int first, int calls, std::chrono::milliseconds limit) {
+  poison(*candidate_out_, first, calls);
+  BatchOutcome b = kernel_->prepare(first, calls);
+  if (b.ok()) b = kernel_->run(first, calls, limit);
+  if (!b.ok()) {
+    kernel_failed(b);
+    return std::nullopt;
+  }
+  return b;
+}
+
+bool EvaluationSession::inputs_intact(int first, int calls, std::string* which) {
+  for (int i = 0; i < calls; ++i) {
+    const int s = (first + i) % sets_;
+    std::string damaged;
+    if (!inputs_->canaries_intact(s, &damaged)) {
+      *which = "wrote past the end of input " + damaged;
+      return false;
+    }
+    if (inputs_->digest(s) != input_digests_[size_t(s)]) {
+      *which = fmt::format("input set {} changed", s);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Checks set `set` of the candidate: canaries, inputs intact, values against the expected outputs.
+// Returns an empty string when it passes, else the reason.
+std::string EvaluationSession::verify_set(int set) {
+  std::string damaged;
+  if (!candidate_out_->canaries_intact(set, &damaged)) return "the kernel wrote past the end of output " + damaged;
+  if (!inputs_->canaries_intact(set, &damaged)) return "the kernel wrote past the end of input " + damaged;
+  if (inputs_->digest(set) != input_digests_[size_t(set)]) return "the kernel modified its inputs";
+  std::string reason;
+  CorrectnessInfo& info = r_.correctness;
+  for (int t = 0; t < candidate_out_->tensors(); ++t) {
+    const auto& tensor = w_->outputs[size_t(t)];
+    scratch_.resize(candidate_out_->bytes(t));
+    candidate_out_->read(set, t, scratch_.data(), scratch_.size());
+    Comparison c = compare_tensors(scratch_.data(), expected_.at(set, t).data(), tensor.numel(), tensor.dtype, w_->tolerance);
+    info.elements_checked += c.elements;
+    info.mismatches += c.mismatches;
+    info.non_finite += c.non_finite;
+    info.max_abs_err = std::max(info.max_abs_err, c.max_abs_err);
+    info.max_rel_err = std::max(info.max_rel_err, c.max_rel_err);
+    if (!c.passed() && reason.empty()) {
+      reason = fmt::format("output {}: {} of {} elements outside atol {:g} + rtol {:g}·|expected|{}; first at index {}: got {:g}, expected {:g}",
+                           tensor.name, c.mismatches, c.elements, w_->tolerance.atol, w_->tolerance.rtol,
+                           c.non_finite ? fmt::format(" ({} NaN or Inf)", c.non_finite) : std::string(), c.first_mismatch, c.first_got,
+                           c.first_expected);
+    }
+  }
+  return reason;
+}
+
+bool EvaluationSession::verify_candidate(int first, int calls, const std::string& context, bool watch) {
+  for (int i = 0; i < calls; ++i) {
+    const int s = (first + i) % sets_;
+    std::string reason = verify_set(s);
+    ++r_.integrity.calls_verified;
+    if (!reason.empty()) {
+      r_.correctness.reason = fmt::format("{}: {}", context, reason);
+      return finish(Status::incorrect, r_.correctness.reason);
+    }
+  }
+  if (!watch || !kernel_->capabilities().idle_cpu_clock) return true;
+  std::this_thread::sleep_for(kIdleSettle);
+  const double settled = kernel_->cpu_seconds_since_reply();
+  std::this_thread::sleep_for(kIdleWatch);
+  const double later = kernel_->cpu_seconds_since_reply();
+  if (settled >= 0 && later >= 0) {
+    r_.integrity.max_idle_cpu_ms = std::max(r_.integrity.max_idle_cpu_ms, (later - settled) * 1e3);
+    ++r_.integrity.batches_watched;
+    if (later - settled > kIdleQuietLimitS)
+      return finish(Status::untrusted,
+                    fmt::format("{}: the worker used {:.2f} ms of CPU in a {} ms window starting {} ms after ob_run returned (work "
+                                "left running in the background)",
+                                context, (later - settled) * 1e3, kIdleWatch.count(), kIdleSettle.count()));
+  }
+  return true;
+}
+
+// 3. The baseline: loaded in the same sandbox as the candidate (both are timed under the same
+// conditions) and warmed up on every set; its call time sizes the batches.
+bool EvaluationSession::oracle() {
+  say("loading the baseline");
+  for (int s = 0; s < sets_; ++s) refill(s);
+  LaunchOptions launch_options;
+  launch_options.threads = threads_;
+  launch_options.sandbox = options_.sandbox;
+  baseline_launch_ = target_.launch(baseline_build_, *inputs_, *baseline_out_, launch_options);
+  if (!baseline_launch_.runner) throw std::runtime_error("the baseline did not load: " + baseline_launch_.reason);
+  baseline_ = baseline_launch_.runner.get();
+  say("warming up the baseline");
+  const BatchOutcome warm = baseline_batch(0, sets_, long_limit());
+  baseline_call_s_ = warm.parent_seconds / sets_;
+  return true;
+}
+
+// 4. The candidate, loaded into its own worker.
+bool EvaluationSession::launch() {
+  LaunchOptions launch_options;
+  launch_options.threads = threads_;
+  launch_options.sandbox = options_.sandbox;
+  candidate_launch_ = target_.launch(candidate_build_, *inputs_, *candidate_out_, launch_options);
+  if (!candidate_launch_.runner) {
+    const Status s = candidate_launch_.failure == LaunchOutcome::Failure::rejected    ? Status::rejected
+                     : candidate_launch_.failure == LaunchOutcome::Failure::timed_out ? Status::timeout
+                                                                                      : Status::runtime_error;
+    return finish(s, candidate_launch_.reason);
+  }
+  kernel_ = candidate_launch_.runner.get();
+  r_.sandbox = kernel_->describe_sandbox();
+  const RunnerCapabilities caps = kernel_->capabilities();
+  if (!caps.idle_cpu_clock) r_.integrity.checks_not_run.push_back("idle-worker CPU watch (the target has no idle CPU clock)");
+  if (!caps.freezes_when_idle) r_.integrity.checks_not_run.push_back("freezing the idle worker (not offered by the target)");
+  if (!caps.cpu_time_accounting) r_.integrity.checks_not_run.push_back("thread-use check (no CPU time measured from outside)");
+  candidate_cpu_at_launch_ = kernel_->cpu_seconds_total();
+  return true;
+}
+
+// 5. Correctness trials: each on a freshly generated set, the baseline's answer for it the oracle.
+bool EvaluationSession::correctness() {
+  r_.correctness.trials = options_.trials;
+  candidate_call_s_ = INFINITY;
+  for (int trial = 0; trial < options_.trials; ++trial) {
+    say(fmt::format("correctness trial {}/{}", trial + 1, options_.trials));
+    const int set = trial % sets_;
+    refill(set);
+    expected_.clear();
+    baseline_batch(set, 1, long_limit());
+    expected_.capture(*baseline_out_, set);
+    auto b = candidate_batch(set, 1, call_limit());
+    if (!b) return false;
+    candidate_call_s_ = std::min(candidate_call_s_, b->parent_seconds);
+    if (!verify_candidate(set, 1, fmt::format("trial {}", trial + 1), true)) return false;
+    ++r_.correctness.passed;
+  }
+  return true;
+}
+
+// 6. Paired timing. Before every pair the parent writes freshly generated inputs into the pair's
+// sets, so no input content is ever timed twice for the candidate and none exists before its pair
+// starts: a kernel that caches results, or computes ahead on sets it can reach, gains nothing. Both
+// sides of a pair run the same sets (ABBA order); the baseline's outputs on them are the oracle for
+// the candidate's, and every timed call is checked.
+bool EvaluationSession::timing() {
+  say("timing");
+  TimingOptions topts = options_.timing;
+  const double left = seconds_left();
+  if (std::isfinite(left)) {
+    topts.max_seconds = std::max(0.0, std::min(topts.max_seconds, left * 0.6));
+    topts.min_seconds = std::min(topts.min_seconds, topts.max_seconds);
+  }
+  const int calls = paired_batch_calls(baseline_call_s_, candidate_call_s_, sets_, topts);
+  int next_first = 0;
+  std::vector<double> worker_ms;
+  size_t baseline_calls = 0, candidate_calls = 0;
+  std::vector<double> base_ms, cand_ms;
+  auto batch_limit = [&](double call_s) {
+    return std::chrono::milliseconds(int64_t(std::max(topts.call_timeout_s, 5.0 * call_s * calls) * 1000));
+  };
+  auto run_pair = [&](size_t, bool baseline_first) -> std::optional<PairSample> {
+    const int first = next_first;
+    next_first = (next_first + calls) % sets_;
+    for (int i = 0; i < calls; ++i) refill((first + i) % sets_);
+    expected_.clear();
+    PairSample sample;
+    for (int side = 0; side < 2; ++side) {
+      const bool baseline_turn = (side == 0) == baseline_first;
+      if (baseline_turn) {
+        const BatchOutcome b = baseline_batch(first, calls, batch_limit(baseline_call_s_));
+        sample.baseline_call_s = b.parent_seconds / calls;
+        for (int i = 0; i < calls; ++i) expected_.capture(*baseline_out_, (first + i) % sets_);
+      } else {
+        auto b = candidate_batch(first, calls, batch_limit(candidate_call_s_));
+        if (!b) return std::nullopt;
+        sample.candidate_call_s = b->parent_seconds / calls;
+        sample.candidate_worker_call_s = b->worker_seconds / calls;
+        // A candidate that ran first must not have touched the inputs the baseline then answers for.
+        std::string which;
+        if (!inputs_intact(first, calls, &which)) {
+          finish(Status::incorrect, "a timed call: the kernel modified its inputs (" + which + ")");
+          return std::nullopt;
+        }
+      }
+    }
+    const bool watch = std::uniform_real_distribution<double>(0, 1)(watch_draw_) < kWatchShare;
+    if (!verify_candidate(first, calls, "a timed call", watch)) return std::nullopt;
+    baseline_calls += size_t(calls);
+    candidate_calls += size_t(calls);
+    base_ms.push_back(sample.baseline_call_s * 1e3);
+    cand_ms.push_back(sample.candidate_call_s * 1e3);
+    worker_ms.push_back(sample.candidate_worker_call_s * 1e3);
+    return sample;
+  };
+  const PairedTiming pt = measure_paired(run_pair, topts, options_.progress);
+  if (pt.aborted) return false;
+
+  TimingInfo t;
+  std::vector<double> clock_ratio;
+  for (const auto& p : pt.pairs)
+    if (p.candidate_worker_call_s > 0) clock_ratio.push_back(p.candidate_call_s / p.candidate_worker_call_s);
+  t.per_call_ms = summarize(cand_ms);
+  t.calls = candidate_calls;
+  t.batches = cand_ms.size();
+  t.calls_per_batch = size_t(calls);
+  t.worker_median_ms = summarize(worker_ms).median;
+  t.parent_over_worker = summarize(clock_ratio).median;
+  t.baseline_per_call_ms = summarize(base_ms);
+  t.baseline_calls = baseline_calls;
+  t.seconds = pt.seconds;
+  t.stop_reason = pt.stop_reason;
+  t.outlier_pairs = pt.outlier_pairs;
+  // The parent's clock is the figure of record; a large gap to the worker's own clock means time
+  // spent outside the calls (process start-up, paging) or a worker that misreports.
+  if (t.parent_over_worker > 1.05 || t.parent_over_worker < 0.95) t.flags.push_back("parent_worker_clock_disagree");
+  if (pt.stop_reason == "time_cap") t.flags.push_back("precision_not_reached");
+  const RatioEstimate& ratio = pt.estimate;
+  r_.speedup = SpeedupInfo{ratio.geomean, ratio.ci95_low, ratio.ci95_high, t.baseline_per_call_ms.median / t.per_call_ms.median,
+                           ratio.count, "ok", ""};
+  r_.timing = t;
+  const double seconds = t.per_call_ms.median * 1e-3;
+  r_.work.gflops_per_s = w_->useful_flops / seconds * 1e-9;
+  r_.work.gbytes_per_s = w_->min_bytes / seconds * 1e-9;
+  return true;
+}
+
+// 7. Cross-check on never-seen inputs. The first half of the sets is refilled in place (same
+// addresses, new contents); each side then runs the other half (data it has seen) and right after
+// it the refilled half. A kernel that remembers results by address returns stale outputs; one that
+// remembers them by content is slower on the new half than on the old, where an honest kernel is
+// not. With fresh inputs in every timed pair this no longer defends the speedup; it names a caching
+// kernel as such.
+bool EvaluationSession::fresh_inputs() {
+  const int fresh = std::max(1, sets_ / 2), seen = sets_ - fresh;
+  if (seen <= 0) {
+    r_.integrity.fresh_check = "skipped: a single input set";
+    return true;
+  }
+  if (seconds_left() < 5 * 2 * (baseline_call_s_ + candidate_call_s_) * sets_ + 1) {
+    r_.integrity.fresh_check = "skipped: the evaluation's deadline";
+    return true;
+  }
+  say("checking on never-seen inputs");
+  // The seen half must hold content the candidate has run on: one untimed pass over it.
+  expected_.clear();
+  baseline_batch(fresh, seen, long_limit());
+  for (int s = fresh; s < sets_; ++s) expected_.capture(*baseline_out_, s);
+  if (!candidate_batch(fresh, seen, long_limit())) return false;
+  if (!verify_candidate(fresh, seen, "a call on seen inputs", false)) return false;
+  std::vector<double> cand_ratios, base_ratios;
+  double shortest_part = INFINITY;
+  for (int round = 0; round < kFreshRounds; ++round) {
+    for (int s = 0; s < fresh; ++s) refill(s);
+    const double base_seen = baseline_batch(fresh, seen, long_limit()).parent_seconds / seen;
+    for (int s = fresh; s < sets_; ++s) expected_.capture(*baseline_out_, s);
+    const double base_new = baseline_batch(0, fresh, long_limit()).parent_seconds / fresh;
+    for (int s = 0; s < fresh; ++s) expected_.capture(*baseline_out_, s);
+    double cand_time[2];
+    const int firsts[2] = {fresh, 0}, counts[2] = {seen, fresh};
+    for (int part = 0; part < 2; ++part) {
+      auto b = candidate_batch(firsts[part], counts[part], long_limit());
+      if (!b) return false;
+      if (!verify_candidate(firsts[part], counts[part], part == 0 ? "a call on seen inputs" : "a call on never-seen inputs", true))
+        return false;
+      cand_time[part] = b->parent_seconds / counts[part];
+      shortest_part = std::min(shortest_part, b->parent_seconds);
+    }
+    cand_ratios.push_back(cand_time[1] / cand_time[0]);
+    base_ratios.push_back(base_new / base_seen);
+  }
+  r_.integrity.fresh_over_repeat = summarize(cand_ratios).median;
+  r_.integrity.baseline_fresh_over_repeat = summarize(base_ratios).median;
+  // Each round's ratio is taken relative to the baseline's in the same round, and the median of
+  // those decides: one disturbed round does not.
+  std::vector<double> relative;
+  for (size_t i = 0; i < cand_ratios.size(); ++i) relative.push_back(cand_ratios[i] / std::max(1.0, base_ratios[i]));
+  const double median_relative = summarize(relative).median;
+  if (shortest_part < kFreshMinPartS) {
+    r_.integrity.fresh_check = fmt::format("inconclusive: parts of {:.3f} ms are below the {:.0f} ms the timer needs", shortest_part * 1e3,
+                                           kFreshMinPartS * 1e3);
+    return true;
+  }
+  if (median_relative > kFreshSlowdownLimit) {
+    r_.integrity.fresh_check = "failed";
+    return finish(Status::untrusted,
+                  fmt::format("on never-seen inputs the kernel took {:.2f}x its time per call on inputs it had seen (median of {} "
+                              "rounds; the baseline {:.2f}x; over {:.0f}x relative to it): it reuses work across calls",
+                              r_.integrity.fresh_over_repeat, cand_ratios.size(), r_.integrity.baseline_fresh_over_repeat,
+                              kFreshSlowdownLimit));
+  }
+  r_.integrity.fresh_check = "passed";
+  return true;
+}
+
+// 8. What the measurements say about themselves: physically impossible times, more threads than
+// allowed, clocks that disagree. These change the status or the speedup's standing.
+void EvaluationSession::verdicts() {
+  if (!r_.timing || !r_.speedup) return;
+  TimingInfo& t = *r_.timing;
+  SpeedupInfo& sp = *r_.speedup;
+  // Roofline floor: the useful FLOPs at peak compute and the minimum bytes at peak bandwidth.
+  const double compute_floor = options_.peak_flops_per_s > 0 ? w_->useful_flops / options_.peak_flops_per_s : 0;
+  const double memory_floor = options_.peak_bytes_per_s > 0 ? w_->min_bytes / options_.peak_bytes_per_s : 0;
+  const double floor_s = std::max(compute_floor, memory_floor);
+  r_.integrity.roofline_floor_ms = floor_s * 1e3;
+  const double median_s = t.per_call_ms.median * 1e-3;
+  if (floor_s > 0 && median_s < floor_s) {
+    t.flags.push_back("below_roofline_floor");
+    if (median_s < kRooflineUntrustedShare * floor_s) {
+      finish(Status::untrusted,
+             fmt::format("the median call took {:.4g} ms, under half the roofline floor of {:.4g} ms on this machine ({} at peak "
+                         "compute, {} at peak bandwidth): no honest kernel runs that fast",
+                         t.per_call_ms.median, floor_s * 1e3, fmt::format("{:.4g} ms", compute_floor * 1e3),
+                         fmt::format("{:.4g} ms", memory_floor * 1e3)));
+      return;
+    }
+  }
+  // Thread use: CPU time from outside the worker against threads x the time it was running calls.
+  if (kernel_->capabilities().cpu_time_accounting && candidate_cpu_at_launch_ >= 0) {
+    const double cpu = kernel_->cpu_seconds_total() - candidate_cpu_at_launch_;
+    r_.integrity.worker_cpu_s = cpu;
+    const double busy = t.per_call_ms.median * 1e-3 * double(r_.integrity.calls_verified);
+    if (busy > 0.05 && cpu > kThreadOveruse * threads_ * busy + 0.05) {
+      finish(Status::untrusted, fmt::format("the worker used {:.2f} s of CPU in about {:.2f} s of calls with {} thread(s): it ran more "
+                                            "threads than it was given",
+                                            cpu, busy, threads_));
+      return;
+    }
+  }
+  // The speedup's standing: the figure of record is the parent's clock; a worker clock that
+  // disagrees, or precision not reached, makes the speedup something to read with care, and
+  // rankings leave out what is not "ok".
+  std::vector<std::string> why;
+  for (const auto& flag : t.flags) {
+    if (flag == "parent_worker_clock_disagree")
+      why.push_back(fmt::format("the parent's and the worker's clocks disagree ({:.3f})", t.parent_over_worker));
+    if (flag == "below_roofline_floor") why.push_back("faster than the roofline floor");
+  }
+  if (!why.empty()) {
+    sp.standing = "unreliable";
+    sp.standing_reason = fmt::format("{}", fmt::join(why, "; "));
+  } else if (std::find(t.flags.begin(), t.flags.end(), "precision_not_reached") != t.flags.end()) {
+    sp.standing = "imprecise";
+    sp.standing_reason = fmt::format("the time cap came before the target precision (95% interval [{:.3f}, {:.3f}])", sp.ci95_low, sp.ci95_high);
+  }
+}
+
+}  // namespace opbench

@@ -1,0 +1,174 @@
+// A target without a compiler or processes, for driving the evaluation session's logic in unit
+// tests: buffers are host vectors with canaries, a "kernel" is a behaviour chosen by the name of its
+// source file, and time is virtual (a batch advances a shared clock by its simulated duration), so
+// slow, fast and noisy kernels take no real time.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/hash.h"
+#include "core/poison.h"
+#include "targets/target.h"
+
+namespace opbench::fake {
+
+inline constexpr size_t kCanary = 64;
+
+class FakeBuffers final : public BufferSet {
+ public:
+  FakeBuffers(const std::vector<TensorInstance>& tensors, int sets) : tensors_(tensors), sets_(sets) {
+    for (int s = 0; s < sets; ++s)
+      for (const auto& t : tensors) data_.emplace_back(t.bytes() + kCanary, std::byte{0xCB});
+  }
+  int sets() const override { return sets_; }
+  int tensors() const override { return int(tensors_.size()); }
+  size_t bytes(int t) const override { return tensors_[size_t(t)].bytes(); }
+  void write(int set, int t, const void* host, size_t n) override { std::memcpy(at(set, t), host, n); }
+  void read(int set, int t, void* host, size_t n) const override { std::memcpy(host, slot(set, t).data(), n); }
+  void poison(int set) override {
+    for (int t = 0; t < tensors(); ++t) fill_poison(at(set, t), bytes(t));
+  }
+  uint64_t digest(int set) const override {
+    uint64_t h = 0;
+    for (int t = 0; t < tensors(); ++t) h = h * 31 + xxh3_64(slot(set, t).data(), bytes(t));
+    return h;
+  }
+  bool canaries_intact(int set, std::string* damaged) const override {
+    for (int t = 0; t < tensors(); ++t)
+      for (size_t i = bytes(t); i < bytes(t) + kCanary; ++i)
+        if (slot(set, t)[i] != std::byte{0xCB}) {
+          if (damaged) *damaged = tensors_[size_t(t)].name;
+          return false;
+        }
+    return true;
+  }
+  float* floats(int set, int t) { return reinterpret_cast<float*>(at(set, t)); }
+
+ private:
+  std::byte* at(int set, int t) { return data_[size_t(set) * tensors_.size() + size_t(t)].data(); }
+  const std::vector<std::byte>& slot(int set, int t) const { return data_[size_t(set) * tensors_.size() + size_t(t)]; }
+  std::vector<TensorInstance> tensors_;
+  int sets_;
+  std::vector<std::vector<std::byte>> data_;
+};
+
+// What a fake kernel does, from the stem of its source file name: "<behaviour>[-<microseconds>]",
+// e.g. "correct-100", "slow-300", "wrong", "crash", "hang", "noisy-100", "cache-100", "overrun",
+// "modify-inputs", "clock-lies-100".
+struct Behaviour {
+  std::string kind = "correct";
+  double call_s = 100e-6;
+  static Behaviour from(const std::filesystem::path& source) {
+    Behaviour b;
+    const std::string stem = source.stem().string();
+    const auto dash = stem.rfind('-');
+    if (dash != std::string::npos && std::isdigit(static_cast<unsigned char>(stem[dash + 1]))) {
+      b.kind = stem.substr(0, dash);
+      b.call_s = std::stod(stem.substr(dash + 1)) * 1e-6;
+    } else {
+      b.kind = stem;
+    }
+    return b;
+  }
+};
+
+struct VirtualClock {
+  double now = 0;
+};
+
+// y = 2x + 1 on the single input and output of the fake workload.
+class FakeRunner final : public KernelRunner {
+ public:
+  FakeRunner(Behaviour b, FakeBuffers& in, FakeBuffers& out, VirtualClock& clock) : b_(b), in_(in), out_(out), clock_(clock), noise_(7) {}
+  RunnerCapabilities capabilities() const override { return {}; }
+  BatchOutcome prepare(int, int) override { return {}; }
+  BatchOutcome run(int first, int calls, std::chrono::milliseconds) override {
+    BatchOutcome o;
+    if (b_.kind == "crash") {
+      o.kind = BatchOutcome::Kind::crashed;
+      o.signal = 11;
+      o.detail = "the kernel crashed (signal 11)";
+      return o;
+    }
+    if (b_.kind == "hang") {
+      o.kind = BatchOutcome::Kind::timed_out;
+      o.detail = "a call took longer than the timeout";
+      return o;
+    }
+    double seconds = 0;
+    for (int i = 0; i < calls; ++i) {
+      const int s = (first + i) % in_.sets();
+      const size_t n = in_.bytes(0) / 4;
+      const float* x = in_.floats(s, 0);
+      float* y = out_.floats(s, 0);
+      const uint64_t content = in_.digest(s);
+      double call = b_.call_s;
+      if (b_.kind == "cache") {
+        // Remembers what it has seen: ten times faster on inputs it has run before.
+        if (seen_.count(content)) call /= 10;
+        seen_.insert(content);
+      }
+      if (b_.kind == "noisy") call *= std::exp(std::normal_distribution<double>(0, 0.3)(noise_));
+      for (size_t k = 0; k < n; ++k) y[k] = b_.kind == "wrong" ? 2 * x[k] + 1.5f : 2 * x[k] + 1;
+      if (b_.kind == "overrun") y[n] = 0;  // one element past the end: into the canary
+      if (b_.kind == "modify-inputs") const_cast<float*>(x)[0] += 1;
+      seconds += call;
+    }
+    clock_.now += seconds;
+    o.parent_seconds = seconds;
+    o.worker_seconds = b_.kind == "clock-lies" ? seconds / 2 : seconds;
+    calls_ += calls;
+    return o;
+  }
+  double cpu_seconds_since_reply() override { return -1; }
+  std::string output_log() const override { return "fake kernel " + b_.kind; }
+  std::string describe_sandbox() const override { return "none (fake target)"; }
+  int64_t operation_count() override { return -1; }
+  long calls() const { return calls_; }
+
+ private:
+  Behaviour b_;
+  FakeBuffers& in_;
+  FakeBuffers& out_;
+  VirtualClock& clock_;
+  std::mt19937_64 noise_;
+  std::set<uint64_t> seen_;
+  long calls_ = 0;
+};
+
+class FakeTarget final : public Target {
+ public:
+  VirtualClock clock;
+  std::string name() const override { return "fake"; }
+  DType float_dtype() const override { return DType::f32; }
+  BuildOutcome build(const BuildRequest& request) override {
+    BuildOutcome b;
+    b.ok = request.source.stem() != "compile-error";
+    b.artifact = request.source;
+    b.log = b.ok ? "fake build" : "kernel.cpp:3:1: error: expected ';' before '}' token";
+    b.compiler = "fake 1.0";
+    return b;
+  }
+  std::unique_ptr<BufferSet> allocate(const std::vector<TensorInstance>& tensors, int sets, const std::string&) override {
+    return std::make_unique<FakeBuffers>(tensors, sets);
+  }
+  std::string vet(const BuildOutcome& kernel) override {
+    return kernel.artifact.stem() == "rejected" ? "the kernel imports dlopen, which kernels may not use" : "";
+  }
+  LaunchOutcome launch(const BuildOutcome& kernel, BufferSet& inputs, BufferSet& outputs, const LaunchOptions&) override {
+    LaunchOutcome o;
+    o.runner = std::make_unique<FakeRunner>(Behaviour::from(kernel.artifact), static_cast<FakeBuffers&>(inputs),
+                                            static_cast<FakeBuffers&>(outputs), clock);
+    return o;
+  }
+};
+
+}  // namespace opbench::fake

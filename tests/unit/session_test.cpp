@@ -1,0 +1,204 @@
+// The evaluation session's phases and stop reasons, driven through the fake target: no compiler, no
+// worker processes, virtual time.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/json_io.h"
+#include "fake_target.h"
+#include "harness/evaluate.h"
+#include "harness/session.h"
+#include "harness/timing.h"
+
+namespace opbench {
+namespace {
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("opbench-session-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    std::ofstream(dir_ / "baseline.cpp") << "// the fake baseline: y = 2x + 1 at 100 us a call\n";
+    spec_.id = "fake_affine";
+    spec_.dir = dir_;
+    spec_.sizes["test"] = {{"N", 64}};
+    TensorSpec x;
+    x.name = "x";
+    x.shape = {"N"};
+    x.init.dist = "normal";
+    TensorSpec y;
+    y.name = "y";
+    y.shape = {"N"};
+    spec_.inputs = {x};
+    spec_.outputs = {y};
+    spec_.flops = "2*N";
+    spec_.min_bytes = "8*N";
+    spec_.tolerances["f32"] = Tolerance{1e-5, 1e-5};
+    options_.size = "test";
+    options_.threads = 1;
+    options_.trials = 3;
+    options_.timing.clock = [this] { return target_.clock.now; };
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  Result eval(const std::string& kernel) {
+    return evaluate(spec_, Implementation{"candidate", dir_ / (kernel + ".cpp"), {}}, target_, options_);
+  }
+
+  std::filesystem::path dir_;
+  WorkloadSpec spec_;
+  fake::FakeTarget target_;
+  EvalOptions options_;
+};
+
+TEST_F(SessionTest, FasterKernelIsCorrectWithTheRightSpeedup) {
+  Result r = eval("correct-50");
+  ASSERT_EQ(r.status, Status::correct) << r.message;
+  ASSERT_TRUE(r.speedup && r.timing);
+  EXPECT_NEAR(r.speedup->vs_baseline, 2.0, 1e-9);
+  EXPECT_LE(r.speedup->ci95_low, 2.0 + 1e-9);
+  EXPECT_GE(r.speedup->ci95_high, 2.0 - 1e-9);
+  EXPECT_EQ(r.timing->stop_reason, "precision");
+  EXPECT_EQ(r.speedup->standing, "ok");
+  EXPECT_EQ(r.correctness.passed, 3);
+  // Every timed call was checked, on inputs written fresh for its pair.
+  EXPECT_GE(r.integrity.calls_verified, 3 + r.timing->calls);
+  EXPECT_EQ(r.integrity.fresh_check, "passed");
+  // The target offered none of the optional guards: the result says so.
+  EXPECT_EQ(r.integrity.checks_not_run.size(), 3u);
+}
+
+TEST_F(SessionTest, SlowerKernelGetsASpeedupBelowOne) {
+  Result r = eval("correct-200");
+  ASSERT_EQ(r.status, Status::correct) << r.message;
+  EXPECT_NEAR(r.speedup->vs_baseline, 0.5, 1e-9);
+}
+
+TEST_F(SessionTest, EveryFailureEndsAsAStatus) {
+  struct Case {
+    const char* kernel;
+    Status status;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"wrong", Status::incorrect, "output y"},
+      {"overrun", Status::incorrect, "wrote past the end of output y"},
+      {"modify-inputs", Status::incorrect, "modified its inputs"},
+      {"crash", Status::runtime_error, "signal 11"},
+      {"hang", Status::timeout, "timeout"},
+      {"compile-error", Status::compile_error, "did not compile"},
+      {"rejected", Status::rejected, "dlopen"},
+  };
+  for (const Case& c : cases) {
+    Result r = eval(c.kernel);
+    EXPECT_EQ(r.status, c.status) << c.kernel << ": " << r.message;
+    EXPECT_NE(r.message.find(c.says), std::string::npos) << c.kernel << ": " << r.message;
+    EXPECT_FALSE(r.speedup) << c.kernel;
+  }
+  EXPECT_NE(eval("compile-error").build_log.find("error: expected ';'"), std::string::npos);
+}
+
+TEST_F(SessionTest, NoisyKernelStopsAtTheTimeCapAndSaysSo) {
+  options_.timing.max_seconds = 2;
+  options_.timing.target_precision = 0.001;
+  Result r = eval("noisy-100");
+  ASSERT_EQ(r.status, Status::correct) << r.message;
+  EXPECT_EQ(r.timing->stop_reason, "time_cap");
+  EXPECT_EQ(r.speedup->standing, "imprecise");
+  EXPECT_NEAR(r.speedup->vs_baseline, 1.0, 0.1);
+  EXPECT_LE(r.speedup->ci95_low, r.speedup->vs_baseline);
+  EXPECT_GE(r.speedup->ci95_high, r.speedup->vs_baseline);
+}
+
+TEST_F(SessionTest, CachingGainsNothingInTimedPairsAndTheCrossCheckNamesIt) {
+  // The cache kernel is ten times faster on content it has seen. The timed pairs never repeat
+  // content, so had it passed, its speedup would be honest; the cross-check catches it anyway.
+  Result r = eval("cache-100");
+  EXPECT_EQ(r.status, Status::untrusted) << r.message;
+  EXPECT_NE(r.message.find("reuses work"), std::string::npos) << r.message;
+  EXPECT_EQ(r.integrity.fresh_check, "failed");
+  options_.time = true;
+  // With the cross-check out of time, the timing alone: no inflated speedup.
+  options_.deadline_s = 1e-6;
+  Result timed_only = eval("cache-100");
+  ASSERT_EQ(timed_only.status, Status::correct) << timed_only.message;
+  EXPECT_NEAR(timed_only.speedup->vs_baseline, 1.0, 1e-9);
+  EXPECT_EQ(timed_only.integrity.fresh_check.rfind("skipped", 0), 0u) << timed_only.integrity.fresh_check;
+}
+
+TEST_F(SessionTest, ClocksThatDisagreeMakeTheSpeedupUnreliable) {
+  Result r = eval("clock-lies-100");
+  ASSERT_EQ(r.status, Status::correct) << r.message;
+  EXPECT_EQ(r.speedup->standing, "unreliable");
+  EXPECT_NE(r.speedup->standing_reason.find("clocks disagree"), std::string::npos);
+}
+
+TEST_F(SessionTest, FasterThanTheRooflineIsUntrusted) {
+  // 128 useful FLOPs at 1 MFLOP/s is a 128 us floor: a 1 us kernel is impossible.
+  options_.peak_flops_per_s = 1e6;
+  Result r = eval("correct-1");
+  EXPECT_EQ(r.status, Status::untrusted) << r.message;
+  EXPECT_NE(r.message.find("roofline floor"), std::string::npos);
+  // A kernel above the floor passes, with the floor recorded.
+  Result fine = eval("correct-200");
+  EXPECT_EQ(fine.status, Status::correct) << fine.message;
+  EXPECT_NEAR(fine.integrity.roofline_floor_ms, 0.128, 1e-9);
+}
+
+TEST_F(SessionTest, MemoryBoundLimitsTheInputSets) {
+  options_.max_memory_bytes = 64 * 1024;
+  Result r = eval("correct-100");
+  ASSERT_EQ(r.status, Status::correct) << r.message;
+  // 64 floats in, 64 out (three copies of the outputs): 1 KiB a set.
+  EXPECT_EQ(r.integrity.input_sets, 64u);
+  options_.max_memory_bytes = 1000;
+  EXPECT_THROW(eval("correct-100"), UsageError);
+}
+
+TEST_F(SessionTest, NoTimingStopsAfterTheTrials) {
+  options_.time = false;
+  Result r = eval("correct-100");
+  EXPECT_EQ(r.status, Status::correct);
+  EXPECT_FALSE(r.timing);
+  EXPECT_EQ(r.correctness.passed, 3);
+}
+
+TEST(StoppingRule, WaitsForTheMinimumThenStopsOnPrecisionOrTheCap) {
+  TimingOptions o;
+  o.min_pairs = 5;
+  o.min_seconds = 1.0;
+  o.max_seconds = 10;
+  o.target_precision = 0.01;
+  StoppingRule rule(o);
+  std::vector<double> ratios;
+  for (int i = 0; i < 4; ++i) {
+    ratios.push_back(1.5);
+    EXPECT_EQ(rule.after_pair(ratios, 5.0), "") << "stopped before min_pairs";
+  }
+  ratios.push_back(1.5);
+  EXPECT_EQ(rule.after_pair(ratios, 0.5), "") << "stopped before min_seconds";
+  EXPECT_EQ(rule.after_pair(ratios, 1.0), "precision");
+  EXPECT_NEAR(rule.estimate().geomean, 1.5, 1e-12);
+
+  StoppingRule noisy(o);
+  std::vector<double> spread{0.5, 2.0};
+  EXPECT_EQ(noisy.after_pair(spread, 9.9), "");
+  EXPECT_EQ(noisy.after_pair(spread, 10.0), "time_cap");
+  StoppingRule one(o);
+  EXPECT_EQ(one.after_pair({0.5}, 100.0), "") << "the cap needs two pairs for an interval";
+}
+
+TEST(PairedBatchCalls, SlowSideNearTargetFastSideAboveMinimum) {
+  TimingOptions o;  // 40 ms target, 2 ms minimum
+  EXPECT_EQ(paired_batch_calls(1e-3, 1e-3, 1000, o), 40);
+  EXPECT_EQ(paired_batch_calls(1e-3, 1e-6, 100000, o), 2000);  // the fast side's batch reaches 2 ms
+  EXPECT_EQ(paired_batch_calls(1e-3, 1e-6, 64, o), 64);        // never more calls than sets
+  EXPECT_EQ(paired_batch_calls(1.0, 1.0, 64, o), 1);
+}
+
+}  // namespace
+}  // namespace opbench
