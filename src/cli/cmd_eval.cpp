@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/json_io.h"
 #include "harness/evaluate.h"
 #include "report/scoreboard.h"
 #include "search/tuner.h"
@@ -58,9 +59,7 @@ Command add_eval(CLI::App& root) {
                          result.timing->worker_median_ms, result.timing->parent_over_worker, result.timing->stop_reason);
             }
             if (!o->json_path.empty()) {
-              std::ofstream out(o->json_path);
-              if (!out) throw UsageError(fmt::format("cannot write {}", o->json_path));
-              out << to_json(result).dump(2) << "\n";
+              write_json_atomic(o->json_path, to_json(result));
             }
             return result.status == Status::correct ? 0 : 1;
           }};

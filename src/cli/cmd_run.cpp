@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/json_io.h"
 #include "core/machine.h"
 #include "harness/evaluate.h"
 #include "report/scoreboard.h"
@@ -101,19 +102,18 @@ Command add_run(CLI::App& root) {
               progress_done();
               fmt::print(stderr, "{}: {}{}\n", prefix, status_name(r.status),
                          r.timing ? fmt::format(" {:.3f} ms, speedup {:.3f}", r.timing->per_call_ms.median, r.speedup->vs_baseline) : "");
-              std::ofstream(out_dir / fmt::format("{}.{}.json", r.workload, r.impl.kind)) << to_json(r).dump(2) << "\n";
+              write_json_atomic(out_dir / fmt::format("{}.{}.json", r.workload, r.impl.kind), to_json(r));
               results.push_back(std::move(r));
             }
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            nlohmann::json all = {{"schema", "opbench.run"},
-                                  {"schema_version", 1},
-                                  {"size", options.size},
+            nlohmann::json all = stamp_schema({{"size", options.size},
+                                  {"target", o->flags.target},
                                   {"seconds", seconds},
                                   {"machine", to_json(machine_info())},
                                   {"summary", scoreboard_json(results)},
-                                  {"results", nlohmann::json::array()}};
+                                  {"results", nlohmann::json::array()}}, "opbench.run");
             for (const auto& r : results) all["results"].push_back(to_json(r));
-            std::ofstream(out_dir / "results.json") << all.dump(2) << "\n";
+            write_json_atomic(out_dir / "results.json", all);
             fmt::print("{}", render_scoreboard(results));
             for (const auto& s : skipped) fmt::print("  skipped: {}\n", s);
             fmt::print("{} evaluations in {:.1f} s; JSON in {}\n", results.size(), seconds, (out_dir / "results.json").string());

@@ -32,6 +32,9 @@ Command add_leaderboard(CLI::App& root);
 // Parses "--set M=256" values into a symbol table; throws UsageError on a malformed one.
 SymbolTable parse_overrides(const std::vector<std::string>& assignments);
 
+// "2G", "512M", "4096": bytes; throws UsageError naming `option` for anything else.
+uint64_t parse_byte_size(const std::string& text, const std::string& option);
+
 // Progress on stderr: rewrites one line on a terminal, prints nothing otherwise (logs stay clean).
 void progress_line(const std::string& text);
 void progress_done();
@@ -58,6 +61,8 @@ struct SharedEvalFlags {
   int trials = 3;
   double max_time = 10;
   double timeout = 30;
+  double max_eval_time = 0;  // whole evaluation, seconds; 0: no bound
+  std::string max_memory;    // e.g. 2G, 512M; empty: a quarter of the available memory
   bool no_timing = false;
   std::string sandbox = "on";
   std::vector<std::string> set;

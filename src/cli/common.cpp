@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -23,6 +24,25 @@ SymbolTable parse_overrides(const std::vector<std::string>& assignments) {
     }
   }
   return table;
+}
+
+uint64_t parse_byte_size(const std::string& text, const std::string& option) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "K" || unit == "KiB" || unit == "k") scale = 1024.0;
+  else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB") scale = 1024.0 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B") used = 0;
+  if (used == 0 || !std::isfinite(value) || value <= 0 || value * scale > 1e18)
+    throw UsageError(fmt::format("{}: '{}' is not a size (a positive number with an optional K, M or G)", option, text));
+  return uint64_t(value * scale);
 }
 
 void progress_line(const std::string& text) {
@@ -67,6 +87,9 @@ void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f) {
   app->add_option("--trials", f.trials, "Correctness trials, each on freshly seeded inputs")->check(CLI::Range(1, 64))->capture_default_str();
   app->add_option("--max-time", f.max_time, "Time cap of the timing phase, seconds")->check(CLI::PositiveNumber)->capture_default_str();
   app->add_option("--timeout", f.timeout, "Seconds one call may take before the kernel counts as hung")->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_option("--max-eval-time", f.max_eval_time, "Bound on one whole evaluation's wall time, seconds (0: none); the timing phase shrinks to fit")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--max-memory", f.max_memory, "Most memory one evaluation's buffers may take, e.g. 2G or 512M (default: a quarter of the available memory)");
   app->add_flag("--no-timing", f.no_timing, "Check correctness only");
   app->add_option("--set", f.set, "Override a shape symbol, e.g. --set M=256 (repeatable)");
   app->add_option("--sandbox", f.sandbox, "Confine the workers (on); off only to measure what the sandbox costs")
@@ -84,6 +107,8 @@ EvalOptions make_eval_options(const SharedEvalFlags& f) {
   o.timing.max_seconds = f.max_time;
   o.timing.min_seconds = std::min(o.timing.min_seconds, f.max_time);
   o.timing.call_timeout_s = f.timeout;
+  o.deadline_s = f.max_eval_time;
+  if (!f.max_memory.empty()) o.max_memory_bytes = parse_byte_size(f.max_memory, "--max-memory");
   return o;
 }
 
