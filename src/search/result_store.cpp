@@ -129,10 +129,23 @@ std::vector<StoredPoint> ResultStore::all(const StoreKey& key) {
   return out;
 }
 
-std::optional<StoredPoint> ResultStore::best(const StoreKey& key) {
-  for (auto& p : all(key))
-    if (p.status == Status::correct) return p;
+std::optional<StoredPoint> choose_winner(const std::vector<StoredPoint>& points, const ParamPoint& default_point) {
+  const StoredPoint* incumbent = nullptr;
+  for (const auto& p : points)
+    if (p.status == Status::correct && p.point == default_point) incumbent = &p;
+  const StoredPoint* best = nullptr;
+  for (const auto& p : points) {
+    if (p.status != Status::correct) continue;
+    if (incumbent && !(p.ci95_low > incumbent->ci95_high)) continue;  // not separated from the default
+    if (!best || p.speedup > best->speedup) best = &p;
+  }
+  if (best) return *best;
+  if (incumbent) return *incumbent;
   return std::nullopt;
+}
+
+std::optional<StoredPoint> ResultStore::best(const StoreKey& key, const ParamPoint& default_point) {
+  return choose_winner(all(key), default_point);
 }
 
 }  // namespace opbench

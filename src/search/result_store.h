@@ -25,6 +25,12 @@ struct StoreKey {
   std::string machine, workload, size, source_sha256;
 };
 
+// The point to keep: the default point unless another's 95% interval lies wholly above the
+// default's (then the one with the highest speedup among those); without a correct default, the
+// highest speedup. Noise cannot crown a winner: two points whose intervals overlap are a tie, and
+// a tie keeps the default.
+std::optional<StoredPoint> choose_winner(const std::vector<StoredPoint>& points, const ParamPoint& default_point);
+
 class ResultStore {
  public:
   // Opens (creating if needed) the database at `path`.
@@ -41,8 +47,8 @@ class ResultStore {
   std::optional<StoredPoint> find(const StoreKey& key, const ParamPoint& point);
   void put(const StoreKey& key, const ParamPoint& point, const Result& result);
   std::vector<StoredPoint> all(const StoreKey& key);
-  // The correct point with the highest speedup, if any.
-  std::optional<StoredPoint> best(const StoreKey& key);
+  // The winner among the correct points (choose_winner), if any.
+  std::optional<StoredPoint> best(const StoreKey& key, const ParamPoint& default_point);
 
  private:
   sqlite3* db_ = nullptr;

@@ -51,10 +51,13 @@ std::vector<ParamPoint> neighbours(const ParamPoint& p, const std::vector<Tunabl
 }  // namespace
 
 std::optional<TunedPoint> TuneOutcome::best() const {
-  std::optional<TunedPoint> best;
+  std::vector<StoredPoint> points;
+  for (const auto& v : visited) points.push_back(v.result);
+  const auto winner = choose_winner(points, default_point);
+  if (!winner) return std::nullopt;
   for (const auto& v : visited)
-    if (v.result.status == Status::correct && (!best || v.result.speedup > best->result.speedup)) best = v;
-  return best;
+    if (v.point == winner->point) return v;
+  return std::nullopt;
 }
 
 TuneOutcome tune(const WorkloadSpec& spec, const Implementation& kernel, Target& target, ResultStore& store,
@@ -67,6 +70,7 @@ TuneOutcome tune(const WorkloadSpec& spec, const Implementation& kernel, Target&
   const StoreKey key{ResultStore::machine_key(threads), spec.id, options.eval.size, sha256_hex(source)};
 
   TuneOutcome out;
+  out.default_point = default_point(params);
   const auto start = std::chrono::steady_clock::now();
   std::set<std::string> seen;
   auto out_of_budget = [&] {
@@ -147,7 +151,7 @@ Implementation tuned_builtin(const WorkloadSpec& spec, const std::string& kind, 
   const std::string source = read_file(impl.source);
   if (parse_tunable_params(source).empty()) return impl;
   const StoreKey key{ResultStore::machine_key(threads), spec.id, size, sha256_hex(source)};
-  if (auto best = store->best(key)) {
+  if (auto best = store->best(key, default_point(parse_tunable_params(source)))) {
     impl.defines.assign(best->point.begin(), best->point.end());
     if (note) *note = "tuned: " + describe_point(best->point);
   } else if (note) {

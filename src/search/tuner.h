@@ -34,6 +34,9 @@ struct TuneOutcome {
   size_t measured = 0, cached = 0;
   double seconds = 0;
   std::string stop_reason;  // space exhausted, budget, time
+  ParamPoint default_point;        // the source's defaults: the incumbent a winner must beat
+  // The winner by choose_winner (result_store.h): the default unless another point's interval lies
+  // wholly above it.
   std::optional<TunedPoint> best() const;
 };
 
