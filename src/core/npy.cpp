@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/json_io.h"
+
 namespace opbench {
 namespace {
 
@@ -28,16 +30,15 @@ void write_npy(const std::filesystem::path& path, const void* data, DType dtype,
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
-  out.write("\x93NUMPY\x01\x00", 8);
-  uint16_t len = uint16_t(header.size());
-  out.write(reinterpret_cast<const char*>(&len), 2);
-  out.write(header.data(), std::streamsize(header.size()));
-  size_t n = dtype_size(dtype);
-  for (int64_t d : shape) n *= size_t(d);
-  out.write(static_cast<const char*>(data), std::streamsize(n));
-  if (!out) throw std::runtime_error(fmt::format("short write to {}", path.string()));
+  const uint16_t len = uint16_t(header.size());  // little-endian, as x86 stores it
+  std::string preamble("\x93NUMPY\x01\x00", 8);
+  preamble.append(reinterpret_cast<const char*>(&len), 2);
+  preamble += header;
+  uint64_t n = dtype_size(dtype);
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, uint64_t(d), &n)) throw std::runtime_error(fmt::format("{}: the shape's size overflows", path.string()));
+  // Atomic and checked (temporary file, fsync, rename): a full disk leaves no truncated array.
+  write_file_atomic(path, {std::string_view(preamble), std::string_view(static_cast<const char*>(data), n)});
 }
 
 std::vector<char> read_npy(const std::filesystem::path& path, DType* dtype, std::vector<int64_t>* shape) {
