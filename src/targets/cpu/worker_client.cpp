@@ -182,7 +182,9 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
     const uint64_t headroom = options.memory_limit_bytes ? options.memory_limit_bytes
                                                          : (8ull << 30) + uint64_t(std::max(1, options.threads)) * (256ull << 20);
     load["confine"] = {{"address_space_bytes", inputs.total_bytes() + outputs.total_bytes() + headroom},
-                       {"cpu_seconds", options.cpu_limit_seconds ? options.cpu_limit_seconds : 3600},
+                       // CPU time counts every thread: an hour per thread, so a long evaluation
+                       // at 256 threads is not killed by SIGXCPU and reported as a crash.
+                       {"cpu_seconds", options.cpu_limit_seconds ? options.cpu_limit_seconds : 3600ull * uint64_t(std::max(1, options.threads))},
                        {"open_files", 64},
                        {"deny_file_writes", !namespaces}};
   }
