@@ -23,7 +23,7 @@ Command add_dump(CLI::App& root) {
   auto o = std::make_shared<Options>();
   app->add_option("workload", o->workload, "Workload id or unique prefix")->required();
   add_target_flags(app, o->target, o->size, "Size class");
-  app->add_option("--seed", o->seed, "Seed of the inputs (the same seed gives the same inputs)")->capture_default_str();
+  app->add_option("--seed", o->seed, "Seed of the inputs (the same seed gives the same inputs)")->check(seed_value())->capture_default_str();
   app->add_option("--out", o->out, "Folder to write")->required();
   app->add_option("--impl", o->impl, "Implementation that computes the outputs")->check(CLI::IsMember({"reference", "baseline"}))->capture_default_str();
   app->add_option("--set", o->set, "Override a shape symbol, e.g. --set M=256");

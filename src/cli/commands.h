@@ -45,6 +45,8 @@ std::optional<double> parse_number_strict(const std::string& text);
 inline constexpr double kLongestSeconds = 7 * 24 * 3600.0;  // a week: longer is a typo, and overflows clocks in ms
 CLI::Validator finite_number(double low, double high, bool low_inclusive = false);
 CLI::Validator thread_count();
+// A seed: a whole number from 0 to 2^64-1 written in decimal digits ("-1" would wrap to 2^64-1).
+CLI::Validator seed_value();
 int usable_cpus();
 
 // Progress on stderr: rewrites one line on a terminal, prints nothing otherwise (logs stay clean).

@@ -80,6 +80,17 @@ CLI::Validator finite_number(double low, double high, bool low_inclusive) {
 
 int usable_cpus() { return default_thread_count(); }
 
+CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.size() <= 20 && text.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || (text.size() == 20 && text > "18446744073709551615"))
+          return fmt::format("'{}' is not a whole number from 0 to 2^64-1", text);
+        return {};
+      },
+      "UINT64");
+}
+
 CLI::Validator thread_count() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -130,6 +130,10 @@ TEST(Robustness, NumbersAreParsedStrictlyAndUsageErrorsNameTheOption) {
       {{"prompt", "8p", "--phase", "plan", "--menu-dropout", "nan"}, "--menu-dropout"},
       {{"search", "8p", "--proposer", "tune", "--menu-dropout", "inf"}, "--menu-dropout"},
       {{"search", "8p", "--proposer", "tune", "--repairs", "-1"}, "--repairs"},
+      {{"search", "8p", "--proposer", "tune", "--beam-width", "0"}, "--beam-width"},
+      {{"dump", "8p", "--out", "/tmp/never", "--seed", "-1"}, "--seed"},
+      {{"tune", "8p", "--impl", "expert", "--seed", "18446744073709551616"}, "--seed"},
+      {{"prompt", "8p", "--seed", "7x"}, "--seed"},
   };
   for (const Case& c : cases) {
     CliRun run = run_cli(c.args, 120);
