@@ -1,10 +1,11 @@
 // opbench dump WORKLOAD --out DIR: every input and the reference output as .npy files, with a JSON
 // manifest, so a kernel or the math can be checked outside opbench.
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "core/error.h"
+#include "core/json_io.h"
 #include "core/npy.h"
 #include "harness/evaluate.h"
 #include "targets/registry.h"
@@ -22,7 +23,7 @@ Command add_dump(CLI::App& root) {
   auto o = std::make_shared<Options>();
   app->add_option("workload", o->workload, "Workload id or unique prefix")->required();
   add_target_flags(app, o->target, o->size, "Size class");
-  app->add_option("--seed", o->seed, "Seed of the inputs (the same seed gives the same inputs)")->capture_default_str();
+  app->add_option("--seed", o->seed, "Seed of the inputs (the same seed gives the same inputs)")->check(seed_value())->capture_default_str();
   app->add_option("--out", o->out, "Folder to write")->required();
   app->add_option("--impl", o->impl, "Implementation that computes the outputs")->check(CLI::IsMember({"reference", "baseline"}))->capture_default_str();
   app->add_option("--set", o->set, "Override a shape symbol, e.g. --set M=256");
@@ -35,8 +36,10 @@ Command add_dump(CLI::App& root) {
             progress_line(fmt::format("running the {} of {}", o->impl, spec.id));
             SingleRun run = run_once(w, builtin_implementation(spec, o->impl), *target, o->seed, default_thread_count());
             progress_done();
-            std::filesystem::create_directories(o->out);
-            nlohmann::json manifest = {{"schema", "opbench.dump"}, {"schema_version", 1}, {"workload", spec.id},
+            std::error_code ec;
+            std::filesystem::create_directories(o->out, ec);
+            if (ec) throw UsageError(fmt::format("--out {}: cannot create the folder: {}", o->out, ec.message()));
+            nlohmann::json manifest = {{"workload", spec.id},
                                        {"size", o->size}, {"seed", o->seed}, {"outputs_from", o->impl},
                                        {"tolerance", {{"atol", w.tolerance.atol}, {"rtol", w.tolerance.rtol}}}};
             for (const auto& [k, v] : w.symbols)
@@ -56,7 +59,8 @@ Command add_dump(CLI::App& root) {
             };
             write(*run.inputs, w.inputs, "inputs");
             write(*run.outputs, w.outputs, "outputs");
-            std::ofstream(std::filesystem::path(o->out) / "manifest.json") << manifest.dump(2) << "\n";
+            // The manifest last: a folder with a manifest has every file it names.
+            write_json_atomic(std::filesystem::path(o->out) / "manifest.json", stamp_schema(manifest, "opbench.dump"));
             fmt::print("wrote {} inputs and {} outputs of {} ({} size, seed {}) to {}\n", w.inputs.size(), w.outputs.size(), spec.id,
                        o->size, o->seed, o->out);
             return 0;

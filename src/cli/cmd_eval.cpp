@@ -1,12 +1,13 @@
 // opbench eval WORKLOAD KERNEL.cpp | --impl KIND: one result. Exit 0 when the kernel is correct, 1
-// when it was evaluated and is not, 2 on a usage error.
-#include <fstream>
+// when it was evaluated and is not, 2 on a usage error, 3 when the harness failed (the baseline
+// did not build or run, the --json file could not be written).
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/utf8.h"
 #include "harness/evaluate.h"
 #include "report/scoreboard.h"
 #include "search/tuner.h"
@@ -50,17 +51,17 @@ Command add_eval(CLI::App& root) {
             Result result = evaluate(spec, impl, *target, options);
             progress_done();
             fmt::print("{}", render_scoreboard({result}));
-            if (result.status == Status::compile_error) fmt::print("\n{}\n", result.build_log);
+            if (result.status == Status::compile_error) fmt::print("\n{}\n", utf8_sanitize(result.build_log));
             if (!result.kernel_output.empty() && result.status != Status::correct)
-              fmt::print("\nkernel output:\n{}\n", result.kernel_output);
+              fmt::print("\nkernel output:\n{}\n", utf8_sanitize(result.kernel_output));
             if (result.timing) {
               fmt::print("\ncandidate {} calls in {} batches: median {} ms (worker clock {} ms, parent/worker {:.4f}), stop: {}\n",
                          result.timing->calls, result.timing->batches, result.timing->per_call_ms.median,
                          result.timing->worker_median_ms, result.timing->parent_over_worker, result.timing->stop_reason);
             }
-            if (!o->json_path.empty()) {
-              write_json_atomic(o->json_path, to_json(result));
-            }
+            // Atomic and checked: a full disk or a read-only folder is an error (exit 3), never a
+            // truncated file that a script would read as a result.
+            if (!o->json_path.empty()) write_json_atomic(o->json_path, to_json(result));
             return result.status == Status::correct ? 0 : 1;
           }};
 }

@@ -23,9 +23,9 @@ Command add_gemm_floor(CLI::App& root) {
   auto o = std::make_shared<Options>();
   app->add_option("--workloads", o->workloads, "Comma-separated ids, prefixes or globs (default: all that declare [[gemms]])");
   add_target_flags(app, o->target, o->size, "Size class");
-  app->add_option("--threads", o->threads, "Threads (default: all usable cores)");
-  app->add_option("--max-time", o->max_time, "Time cap per workload, seconds")->capture_default_str();
-  app->add_option("--limit", o->limit, "Largest acceptable baseline/GEMM ratio")->capture_default_str();
+  app->add_option("--threads", o->threads, "Threads, at most the usable CPUs (default: all of them)")->check(thread_count());
+  app->add_option("--max-time", o->max_time, "Time cap per workload, seconds")->check(finite_number(0, kLongestSeconds))->capture_default_str();
+  app->add_option("--limit", o->limit, "Largest acceptable baseline/GEMM ratio")->check(finite_number(0, 1e6))->capture_default_str();
   return {app, [o] {
             Registry registry(Registry::default_root());
             o->size = resolve_size(o->target, o->size);

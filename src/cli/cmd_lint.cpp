@@ -1,9 +1,9 @@
 // opbench lint: checks every workload's data and spec at the test size (see harness/lint.h).
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "core/json_io.h"
 #include "harness/lint.h"
 #include "report/table.h"
 #include "targets/registry.h"
@@ -53,10 +53,17 @@ Command add_lint(CLI::App& root) {
                              r.counted_operations > 0 ? fmt::format("{:.3f}", r.formula_flops / r.counted_operations) : "-"});
               all.push_back(to_json(r));
             }
+            // A spec that does not load fails the lint like any other finding.
+            for (const BrokenWorkload* b : registry.select_broken(o->workloads)) {
+              ++failed_workloads;
+              failures += fmt::format("  {} loads: {}\n", b->id, b->reason);
+              table.add_row({b->id, "1", "1", "-"});
+              all.push_back({{"workload", b->id}, {"findings", {{{"check", "loads"}, {"failed", true}, {"detail", b->reason}}}}});
+            }
             fmt::print("{}", table.render());
             if (!failures.empty()) fmt::print("\nfailures:\n{}", failures);
             fmt::print("\n{} of {} workloads pass the lint\n", all.size() - size_t(failed_workloads), all.size());
-            if (!o->json_path.empty()) std::ofstream(o->json_path) << all.dump(2) << "\n";
+            if (!o->json_path.empty()) write_json_atomic(o->json_path, all);
             return failed_workloads == 0 ? 0 : 1;
           }};
 }

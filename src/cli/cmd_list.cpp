@@ -1,8 +1,11 @@
-// opbench list [--json]: the workloads with their category, model and FLOPs at each size.
+// opbench list [--json]: the workloads with their category, model and FLOPs at each size, and the
+// workloads whose spec is broken, with the reason (they are listed, never evaluated).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/json_io.h"
+#include "core/utf8.h"
 #include "report/table.h"
 #include "workload/registry.h"
 
@@ -30,7 +33,8 @@ Command add_list(CLI::App& root) {
                                {"op_class", w.op_class}, {"summary", w.summary}, {"flops", flops},
                                {"useful_flops", useful}, {"implementations", impls}});
               }
-              fmt::print("{}\n", out.dump(2));
+              for (const auto& b : registry.broken()) out.push_back({{"id", b.id}, {"broken", true}, {"error", b.reason}});
+              fmt::print("{}\n", dump_json(out));
               return 0;
             }
             TextTable table({"workload", "category", "model", "op class", "FLOPs test", "FLOPs cpu", "FLOPs full", "expert"});
@@ -40,7 +44,13 @@ Command add_list(CLI::App& root) {
               row.push_back(w.has_implementation("expert") ? "yes" : "");
               table.add_row(row);
             }
+            for (const auto& b : registry.broken())
+              table.add_row({b.id, "BROKEN", "", "", "-", "-", "-", ""});
             fmt::print("{}\n{} workloads in {}\n", table.render(), registry.all().size(), registry.root().string());
+            if (!registry.broken().empty()) {
+              fmt::print("{} broken (their spec does not load; they are left out of every run):\n", registry.broken().size());
+              for (const auto& b : registry.broken()) fmt::print("  {}: {}\n", b.id, utf8_sanitize(b.reason));
+            }
             return 0;
           }};
 }

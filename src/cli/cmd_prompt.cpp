@@ -27,9 +27,9 @@ Command add_prompt(CLI::App& root) {
   app->add_option("--parent", o->parent, "The parent kernel (plan, implement)");
   app->add_option("--plan", o->plan, "A file with the plan to implement (implement)");
   app->add_option("--feedback", o->feedback, "A result JSON (opbench eval --json) to report back");
-  app->add_option("--candidates", o->candidates, "Plans asked for (plan)")->capture_default_str();
-  app->add_option("--menu-dropout", o->dropout, "Share of optimization-menu entries left out (plan)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  app->add_option("--seed", o->seed, "Which menu entries the dropout removes")->capture_default_str();
+  app->add_option("--candidates", o->candidates, "Plans asked for (plan)")->check(CLI::Range(1, 100))->capture_default_str();
+  app->add_option("--menu-dropout", o->dropout, "Share of optimization-menu entries left out (plan)")->check(finite_number(0, 1, true))->capture_default_str();
+  app->add_option("--seed", o->seed, "Which menu entries the dropout removes")->check(seed_value())->capture_default_str();
   add_target_flags(app, o->target, o->size, "Size class whose shapes the prompt states");
   app->add_option("--set", o->set, "Override a shape symbol");
   return {app, [o] {

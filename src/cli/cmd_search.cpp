@@ -41,18 +41,18 @@ Command add_search(CLI::App& root) {
   app->add_option("--proposer", o->proposer, "cmd:PROGRAM [ARGS], openai:MODEL or tune")->required();
   app->add_option("--out", o->out, "Folder of the search's state, candidates, logs and summaries")->capture_default_str();
   app->add_option("--label", o->label, "Name of this run on the leaderboard (default: the proposer)");
-  app->add_option("--beam-width", o->search.beam_width, "Kernels kept per iteration")->check(CLI::PositiveNumber)->capture_default_str();
-  app->add_option("--plans", o->search.plans_per_parent, "Plans asked for per parent")->check(CLI::PositiveNumber)->capture_default_str();
-  app->add_option("--impls", o->search.impls_per_plan, "Implementations asked for per plan")->check(CLI::PositiveNumber)->capture_default_str();
-  app->add_option("--iterations", o->search.iterations, "Optimization iterations")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app->add_option("--beam-width", o->search.beam_width, "Kernels kept per iteration")->check(CLI::Range(1, 1000000))->capture_default_str();
+  app->add_option("--plans", o->search.plans_per_parent, "Plans asked for per parent")->check(CLI::Range(1, 1000000))->capture_default_str();
+  app->add_option("--impls", o->search.impls_per_plan, "Implementations asked for per plan")->check(CLI::Range(1, 1000000))->capture_default_str();
+  app->add_option("--iterations", o->search.iterations, "Optimization iterations")->check(CLI::Range(0, 1000000000))->capture_default_str();
   app->add_option("--menu-dropout", o->search.menu_dropout, "Share of optimization-menu entries left out of each plan prompt")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  app->add_option("--repairs", o->search.repairs, "Times a failed candidate is sent back with its errors")->capture_default_str();
+      ->check(finite_number(0, 1, true))->capture_default_str();
+  app->add_option("--repairs", o->search.repairs, "Times a failed candidate is sent back with its errors")->check(CLI::Range(0, 100))->capture_default_str();
   app->add_option("--context", o->context, "full, or none for prompts without the curated context")->check(CLI::IsMember({"full", "none"}))->capture_default_str();
   app->add_option("--start", o->start, "Start from this kernel instead of translating the reference (default for tune: the expert)");
   app->add_option("--expert", o->expert, "Evaluate the expert for the share-of-expert figure")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
-  app->add_option("--max-evals", o->search.max_evals, "Stop after this many new evaluations; run again to resume")->capture_default_str();
-  app->add_option("--seed", o->search.seed, "Seed of the requests (menu dropout, proposer sampling)")->capture_default_str();
+  app->add_option("--max-evals", o->search.max_evals, "Stop after this many new evaluations; run again to resume")->check(CLI::Range(0, 1000000000))->capture_default_str();
+  app->add_option("--seed", o->search.seed, "Seed of the requests (menu dropout, proposer sampling)")->check(seed_value())->capture_default_str();
   add_shared_eval_flags(app, o->flags);
   return {app, [o] {
             Registry registry(Registry::default_root());

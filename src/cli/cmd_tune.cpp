@@ -36,12 +36,13 @@ Command add_tune(CLI::App& root) {
   app->add_option("kernel", o->kernel, "Kernel source with `// opbench:param` declarations");
   app->add_option("--impl", o->impl, "Tune a built-in implementation instead (expert)")->check(CLI::IsMember({"expert", "baseline", "reference"}));
   app->add_option("--strategy", o->tune.strategy, "exhaustive, beam or random")->check(CLI::IsMember({"exhaustive", "beam", "random"}))->capture_default_str();
-  app->add_option("--budget", o->tune.budget, "Most new measurements (0: no limit)")->capture_default_str();
-  app->add_option("--time", o->tune.time_s, "Stop starting new measurements after this many seconds (0: no limit)")->capture_default_str();
-  app->add_option("--beam-width", o->tune.beam_width, "Points kept per beam step")->capture_default_str();
-  app->add_option("--seed", o->tune.random_seed, "Order of the random strategy")->capture_default_str();
+  app->add_option("--budget", o->tune.budget, "Most new measurements (0: no limit)")->check(CLI::Range(0, 1000000000))->capture_default_str();
+  app->add_option("--time", o->tune.time_s, "Stop starting new measurements after this many seconds (0: no limit)")
+      ->check(finite_number(0, kLongestSeconds, true))->capture_default_str();
+  app->add_option("--beam-width", o->tune.beam_width, "Points kept per beam step")->check(CLI::Range(1, 1000000))->capture_default_str();
+  app->add_option("--seed", o->tune.random_seed, "Order of the random strategy")->check(seed_value())->capture_default_str();
   app->add_option("--db", o->db, "SQLite result store (default: $OPBENCH_DB or ~/.cache/opbench/opbench.sqlite)");
-  app->add_option("--top", o->top, "Rows of the final table")->capture_default_str();
+  app->add_option("--top", o->top, "Rows of the final table")->check(CLI::Range(0, 1000000000))->capture_default_str();
   add_shared_eval_flags(app, o->flags);
   return {app, [o] {
             if (o->kernel.empty() == o->impl.empty()) throw UsageError("give either a kernel source file or --impl expert");

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,19 @@ SymbolTable parse_overrides(const std::vector<std::string>& assignments);
 
 // "2G", "512M", "4096": bytes; throws UsageError naming `option` for anything else.
 uint64_t parse_byte_size(const std::string& text, const std::string& option);
+
+// `text` as a number when the whole of it is one finite decimal or hexadecimal floating-point
+// number ("5abc", " 5", "nan", "inf", "1e400" are not); nullopt otherwise.
+std::optional<double> parse_number_strict(const std::string& text);
+
+// CLI11 checks: a finite number in (low, high] ([low, high] when low_inclusive), parsed strictly;
+// a thread count from 1 to the CPUs this process may run on.
+inline constexpr double kLongestSeconds = 7 * 24 * 3600.0;  // a week: longer is a typo, and overflows clocks in ms
+CLI::Validator finite_number(double low, double high, bool low_inclusive = false);
+CLI::Validator thread_count();
+// A seed: a whole number from 0 to 2^64-1 written in decimal digits ("-1" would wrap to 2^64-1).
+CLI::Validator seed_value();
+int usable_cpus();
 
 // Progress on stderr: rewrites one line on a terminal, prints nothing otherwise (logs stay clean).
 void progress_line(const std::string& text);

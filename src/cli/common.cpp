@@ -1,15 +1,35 @@
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "harness/evaluate.h"
+#include "targets/registry.h"
 
 namespace opbench::cli {
+
+std::optional<double> parse_number_strict(const std::string& text) {
+  // strtod skips leading white space and stops at the first character it cannot use; both are
+  // mistakes in an option value ("5abc" is not 5), so the whole string must be the number.
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// Shape symbols become element counts and byte counts: whole numbers from 1 to 2^40 (a tensor
+// dimension beyond that cannot be allocated anywhere; resolve_workload checks the products).
+constexpr double kLargestShapeValue = double(int64_t(1) << 40);
 
 SymbolTable parse_overrides(const std::vector<std::string>& assignments) {
   SymbolTable table;
@@ -17,11 +37,12 @@ SymbolTable parse_overrides(const std::vector<std::string>& assignments) {
     auto eq = a.find('=');
     if (eq == std::string::npos || eq == 0)
       throw UsageError(fmt::format("--set expects SYMBOL=VALUE, got '{}'", a));
-    try {
-      table[a.substr(0, eq)] = std::stod(a.substr(eq + 1));
-    } catch (const std::exception&) {
-      throw UsageError(fmt::format("--set {}: '{}' is not a number", a.substr(0, eq), a.substr(eq + 1)));
-    }
+    const std::string name = a.substr(0, eq), text = a.substr(eq + 1);
+    const std::optional<double> v = parse_number_strict(text);
+    if (!v) throw UsageError(fmt::format("--set {}: '{}' is not a finite number", name, text));
+    if (*v < 1 || *v > kLargestShapeValue || *v != std::floor(*v))
+      throw UsageError(fmt::format("--set {}: {} is not a whole number from 1 to 2^40", name, text));
+    table[name] = *v;
   }
   return table;
 }
@@ -45,6 +66,46 @@ uint64_t parse_byte_size(const std::string& text, const std::string& option) {
   return uint64_t(value * scale);
 }
 
+CLI::Validator finite_number(double low, double high, bool low_inclusive) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const std::optional<double> v = parse_number_strict(text);
+        if (!v) return fmt::format("'{}' is not a finite number", text);
+        if ((low_inclusive ? *v < low : *v <= low) || *v > high)
+          return fmt::format("{} is outside {}{}, {}]", text, low_inclusive ? "[" : "(", low, high);
+        return {};
+      },
+      fmt::format("FINITE {}{}..{}]", low_inclusive ? "[" : "(", low, high));
+}
+
+int usable_cpus() { return default_thread_count(); }
+
+CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.size() <= 20 && text.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || (text.size() == 20 && text > "18446744073709551615"))
+          return fmt::format("'{}' is not a whole number from 0 to 2^64-1", text);
+        return {};
+      },
+      "UINT64");
+}
+
+CLI::Validator thread_count() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::optional<double> v = parse_number_strict(text);
+        if (!v || *v != std::floor(*v)) return fmt::format("'{}' is not a whole number", text);
+        const int cpus = usable_cpus();
+        if (*v < 1 || *v > cpus)
+          return fmt::format("{} threads: this machine lets opbench use {} CPU(s); give 1 to {} (more threads than CPUs "
+                             "would time the oversubscription, not the kernel)",
+                             text, cpus, cpus);
+        return {};
+      },
+      "1..CPUS");
+}
+
 void progress_line(const std::string& text) {
   if (!isatty(2)) return;
   std::string shown = text.size() > 110 ? text.substr(0, 110) : text;
@@ -58,12 +119,6 @@ void progress_done() {
   std::fflush(stderr);
 }
 
-}  // namespace opbench::cli
-
-#include "harness/evaluate.h"
-#include "targets/registry.h"
-
-namespace opbench::cli {
 
 void add_target_flags(CLI::App* app, std::string& target, std::string& size, const std::string& size_help) {
   target = target_registry().front().name;
@@ -83,12 +138,14 @@ std::string resolve_size(const std::string& target, const std::string& size) {
 
 void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f) {
   add_target_flags(app, f.target, f.size, "Size class");
-  app->add_option("--threads", f.threads, "Threads for baseline and candidate alike (default: all usable cores)");
+  app->add_option("--threads", f.threads, "Threads for baseline and candidate alike, at most the usable CPUs (default: all of them)")
+      ->check(thread_count());
   app->add_option("--trials", f.trials, "Correctness trials, each on freshly seeded inputs")->check(CLI::Range(1, 64))->capture_default_str();
-  app->add_option("--max-time", f.max_time, "Time cap of the timing phase, seconds")->check(CLI::PositiveNumber)->capture_default_str();
-  app->add_option("--timeout", f.timeout, "Seconds one call may take before the kernel counts as hung")->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_option("--max-time", f.max_time, "Time cap of the timing phase, seconds")->check(finite_number(0, kLongestSeconds))->capture_default_str();
+  app->add_option("--timeout", f.timeout, "Seconds one call may take before the kernel counts as hung")
+      ->check(finite_number(0, kLongestSeconds))->capture_default_str();
   app->add_option("--max-eval-time", f.max_eval_time, "Bound on one whole evaluation's wall time, seconds (0: none); the timing phase shrinks to fit")
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_number(0, kLongestSeconds, true));
   app->add_option("--max-memory", f.max_memory, "Most memory one evaluation's buffers may take, e.g. 2G or 512M (default: a quarter of the available memory)");
   app->add_flag("--no-timing", f.no_timing, "Check correctness only");
   app->add_option("--set", f.set, "Override a shape symbol, e.g. --set M=256 (repeatable)");

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include <fmt/format.h>
@@ -74,9 +75,14 @@ class Parser {
       return v;
     }
     if (pos_ < text_.size() && (std::isdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.')) {
-      size_t used = 0;
-      double v = std::stod(text_.substr(pos_), &used);
-      pos_ += used;
+      // strtod, not stod: a literal too large for a double ("1e400") is a spec error with its
+      // position, not an out_of_range exception from the library.
+      const char* begin = text_.c_str() + pos_;
+      char* end = nullptr;
+      const double v = std::strtod(begin, &end);
+      if (end == begin) fail("expected a number");
+      pos_ += size_t(end - begin);
+      if (!std::isfinite(v)) fail("a number too large for a double");
       return v;
     }
     if (pos_ < text_.size() && (std::isalpha(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
@@ -115,7 +121,19 @@ class Parser {
 }  // namespace
 
 double evaluate_expression(const std::string& text, const SymbolTable& symbols) {
-  return Parser(text, &symbols, nullptr).parse();
+  const double v = Parser(text, &symbols, nullptr).parse();
+  // Division by zero, sqrt or log2 of a negative number, overflow: a shape, a work count or a
+  // distribution parameter that is not a finite number would poison everything computed from it.
+  if (!std::isfinite(v)) {
+    std::string values;
+    for (const auto& name : expression_symbols(text)) {
+      auto it = symbols.find(name);
+      if (it != symbols.end()) values += fmt::format("{}{}={}", values.empty() ? "" : ", ", name, it->second);
+    }
+    throw SpecError(fmt::format("expression '{}' is {} (not a finite number){}", text, v,
+                                values.empty() ? "" : fmt::format(" with {}", values)));
+  }
+  return v;
 }
 
 std::set<std::string> expression_symbols(const std::string& text) {

@@ -12,7 +12,8 @@ namespace opbench {
 using SymbolTable = std::map<std::string, double>;
 
 // Evaluates `text` with the given symbols. Throws SpecError with the position of the problem on a
-// syntax error or an unknown symbol.
+// syntax error or an unknown symbol, and SpecError when the value is not finite (division by zero,
+// log2 of 0, overflow).
 double evaluate_expression(const std::string& text, const SymbolTable& symbols);
 
 // The symbols an expression refers to (function names excluded).

@@ -46,7 +46,9 @@ std::string dump_json(const nlohmann::json& doc, int indent) {
   return doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void write_text_atomic(const std::filesystem::path& path, const std::string& text) {
+void write_text_atomic(const std::filesystem::path& path, const std::string& text) { write_file_atomic(path, {std::string_view(text)}); }
+
+void write_file_atomic(const std::filesystem::path& path, std::initializer_list<std::string_view> pieces) {
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   std::random_device rd;
   const std::filesystem::path temp = dir / fmt::format(".{}.{:08x}.tmp", path.filename().string(), rd());
@@ -56,16 +58,18 @@ void write_text_atomic(const std::filesystem::path& path, const std::string& tex
   };
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      fail("write", err);
+  for (const std::string_view text : pieces) {
+    size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : ENOSPC;
+        ::close(fd);
+        fail("write", err);
+      }
+      done += size_t(n);
     }
-    done += size_t(n);
   }
   if (::fsync(fd) != 0) {
     const int err = errno;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <initializer_list>
+#include <string_view>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +35,8 @@ std::string dump_json(const nlohmann::json& doc, int indent = 2);
 // the folder: a reader, a crash or a full disk never leaves half a file, and the old file stays
 // intact when writing fails. Throws std::runtime_error naming the path and the system's reason.
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);
+// The same for binary data given in pieces (a header and a tensor), written one after the other.
+void write_file_atomic(const std::filesystem::path& path, std::initializer_list<std::string_view> pieces);
 inline void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& doc) {
   write_text_atomic(path, dump_json(doc) + "\n");
 }

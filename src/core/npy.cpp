@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/json_io.h"
+
 namespace opbench {
 namespace {
 
@@ -28,16 +30,15 @@ void write_npy(const std::filesystem::path& path, const void* data, DType dtype,
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
-  out.write("\x93NUMPY\x01\x00", 8);
-  uint16_t len = uint16_t(header.size());
-  out.write(reinterpret_cast<const char*>(&len), 2);
-  out.write(header.data(), std::streamsize(header.size()));
-  size_t n = dtype_size(dtype);
-  for (int64_t d : shape) n *= size_t(d);
-  out.write(static_cast<const char*>(data), std::streamsize(n));
-  if (!out) throw std::runtime_error(fmt::format("short write to {}", path.string()));
+  const uint16_t len = uint16_t(header.size());  // little-endian, as x86 stores it
+  std::string preamble("\x93NUMPY\x01\x00", 8);
+  preamble.append(reinterpret_cast<const char*>(&len), 2);
+  preamble += header;
+  uint64_t n = dtype_size(dtype);
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, uint64_t(d), &n)) throw std::runtime_error(fmt::format("{}: the shape's size overflows", path.string()));
+  // Atomic and checked (temporary file, fsync, rename): a full disk leaves no truncated array.
+  write_file_atomic(path, {std::string_view(preamble), std::string_view(static_cast<const char*>(data), n)});
 }
 
 std::vector<char> read_npy(const std::filesystem::path& path, DType* dtype, std::vector<int64_t>* shape) {
@@ -47,11 +48,13 @@ std::vector<char> read_npy(const std::filesystem::path& path, DType* dtype, std:
   if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY\x01\x00", 8) != 0 || !in.read(reinterpret_cast<char*>(&len), 2))
     throw std::runtime_error(fmt::format("{} is not an .npy file of version 1.0", path.string()));
   std::string header(len, '\0');
-  in.read(header.data(), len);
+  if (!in.read(header.data(), len)) throw std::runtime_error(fmt::format("{}: the .npy header is cut short", path.string()));
   *dtype = header.find("<f4") != std::string::npos ? DType::f32 : header.find("<i4") != std::string::npos ? DType::i32 : DType::bf16;
   shape->clear();
-  auto open = header.find('(', header.find("'shape'"));
-  auto close = header.find(')', open);
+  const auto key = header.find("'shape'");
+  const auto open = key == std::string::npos ? key : header.find('(', key);
+  const auto close = open == std::string::npos ? open : header.find(')', open);
+  if (close == std::string::npos) throw std::runtime_error(fmt::format("{}: the .npy header has no shape", path.string()));
   std::string dims = header.substr(open + 1, close - open - 1);
   size_t pos = 0;
   while (pos < dims.size()) {
@@ -61,7 +64,15 @@ std::vector<char> read_npy(const std::filesystem::path& path, DType* dtype, std:
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
-  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+  std::vector<char> data(std::istreambuf_iterator<char>(in), {});
+  // A truncated file (a write cut by a full disk) must not read as a smaller array.
+  uint64_t expected = dtype_size(*dtype);
+  for (int64_t d : *shape)
+    if (d < 0 || __builtin_mul_overflow(expected, uint64_t(d), &expected))
+      throw std::runtime_error(fmt::format("{}: the .npy shape is not a valid size", path.string()));
+  if (data.size() != expected)
+    throw std::runtime_error(fmt::format("{}: {} bytes of data, its shape needs {}", path.string(), data.size(), expected));
+  return data;
 }
 
 }  // namespace opbench

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/json_io.h"
+#include "core/utf8.h"
 
 #ifndef OPBENCH_VERSION
 #define OPBENCH_VERSION "0.0.0"
@@ -18,7 +19,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::string_view kStatusNames[] = {"correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected", "untrusted"};
+constexpr std::string_view kStatusNames[] = {"correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected", "untrusted", "harness_error"};
 
 // JSON has no infinity or NaN: write null for them.
 json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -59,9 +60,9 @@ json to_json(const Result& r) {
   j["size"] = r.size;
   j["shape"] = r.shape;
   j["target"] = r.target;
-  j["impl"] = {{"kind", r.impl.kind}, {"path", r.impl.path}, {"sha256", r.impl.sha256}};
+  j["impl"] = {{"kind", r.impl.kind}, {"path", utf8_sanitize(r.impl.path)}, {"sha256", r.impl.sha256}};
   j["status"] = status_name(r.status);
-  j["message"] = r.message;
+  j["message"] = utf8_sanitize(r.message);
   const auto& c = r.correctness;
   j["correctness"] = {{"trials", c.trials},
                       {"passed", c.passed},
@@ -108,8 +109,10 @@ json to_json(const Result& r) {
   j["threads"] = r.threads;
   j["machine"] = r.machine;
   j["cost"] = {{"build_s", number(r.build_s)}, {"eval_s", number(r.eval_s)}, {"build_cached", r.build_cached}};
-  j["build"] = {{"compiler", r.compiler}, {"log", r.build_log}};
-  j["kernel_output"] = r.kernel_output;
+  // Text from outside (compiler logs, kernel output) is repaired here, where it enters the JSON: a
+  // log cut inside a character, or a kernel printing bytes, must not make the document invalid.
+  j["build"] = {{"compiler", utf8_sanitize(r.compiler)}, {"log", utf8_sanitize(r.build_log)}};
+  j["kernel_output"] = utf8_sanitize(r.kernel_output);
   j["sandbox"] = r.sandbox;
   const auto& g = r.integrity;
   j["integrity"] = {{"calls_verified", g.calls_verified},

@@ -18,7 +18,10 @@ inline constexpr const char* kResultSchema = "opbench.result";
 // untrusted: every output checked was right, but the harness saw the kernel game the measurement
 // (work left running after ob_run returned, time that depends on seeing inputs again); the message
 // says what. It counts as a failure everywhere.
-enum class Status { correct, incorrect, compile_error, runtime_error, timeout, rejected, untrusted };
+// harness_error: the harness could not finish the evaluation (the baseline did not build, the
+// baseline's worker died, an internal error); the message says what. It says nothing about the
+// kernel, and `opbench run` exits 3 when any entry has it.
+enum class Status { correct, incorrect, compile_error, runtime_error, timeout, rejected, untrusted, harness_error };
 std::string_view status_name(Status s);
 Status parse_status(std::string_view name);
 

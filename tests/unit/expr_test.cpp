@@ -31,3 +31,26 @@ TEST(Expression, ListsItsSymbols) {
 }
 
 }  // namespace opbench
+
+namespace opbench {
+namespace {
+
+TEST(ExprRobustness, NonFiniteValuesAreSpecErrorsNamingTheSymbols) {
+  const SymbolTable s{{"M", 4}, {"K", 0}};
+  EXPECT_THROW(evaluate_expression("M/K", s), SpecError);
+  EXPECT_THROW(evaluate_expression("log2(K)", s), SpecError);
+  EXPECT_THROW(evaluate_expression("sqrt(K-M)", s), SpecError);
+  EXPECT_THROW(evaluate_expression("1e400", s), SpecError);
+  EXPECT_THROW(evaluate_expression("M^100000", s), SpecError);
+  try {
+    evaluate_expression("M/K", s);
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("K=0"), std::string::npos) << e.what();
+  }
+  // Finite values pass, however large their factors.
+  EXPECT_DOUBLE_EQ(evaluate_expression("2*M + 0.5", s), 8.5);
+  EXPECT_DOUBLE_EQ(evaluate_expression("1e300 * 1e-300", s), 1.0);
+}
+
+}  // namespace
+}  // namespace opbench

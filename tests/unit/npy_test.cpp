@@ -41,3 +41,28 @@ TEST(Npy, WritesOneDimensionalShapeWithTrailingComma) {
 }
 
 }  // namespace opbench
+
+namespace opbench {
+
+TEST(Npy, ATruncatedFileIsAnErrorNotASmallerArray) {
+  auto path = std::filesystem::temp_directory_path() / "opbench_npy_truncated.npy";
+  std::vector<float> data(100, 1.5f);
+  write_npy(path, data.data(), DType::f32, {10, 10});
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 7);
+  DType dtype;
+  std::vector<int64_t> shape;
+  EXPECT_THROW(read_npy(path, &dtype, &shape), std::runtime_error);
+  std::filesystem::resize_file(path, 20);  // inside the header
+  EXPECT_THROW(read_npy(path, &dtype, &shape), std::runtime_error);
+  std::filesystem::remove(path);
+}
+
+TEST(Npy, AWriteIntoAMissingFolderFailsAndLeavesNothing) {
+  auto dir = std::filesystem::temp_directory_path() / "opbench_npy_missing_dir";
+  std::filesystem::remove_all(dir);
+  float v = 1;
+  EXPECT_THROW(write_npy(dir / "x.npy", &v, DType::f32, {1}), std::runtime_error);
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+}  // namespace opbench

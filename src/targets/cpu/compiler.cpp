@@ -15,6 +15,7 @@
 #include "core/files.h"
 #include "core/hash.h"
 #include "core/process.h"
+#include "targets/cpu/kernel_cache.h"
 
 #ifndef OPBENCH_SOURCE_DIR
 #define OPBENCH_SOURCE_DIR "."
@@ -117,17 +118,17 @@ BuildOutcome build_kernel(const BuildRequest& request, const CompilerConfig& con
   std::filesystem::create_directories(config.cache_dir);
   const std::string stem = request.source.stem().string();
   outcome.artifact = config.cache_dir / fmt::format("{}-{}.so", stem, outcome.cache_key.substr(0, 20));
-  const std::filesystem::path log_path = config.cache_dir / fmt::format("{}-{}.log", stem, outcome.cache_key.substr(0, 20));
-  if (std::filesystem::exists(outcome.artifact)) {
+  // Entries are verified before use and built under a private name (targets/cpu/kernel_cache.h).
+  const KernelCache cache(config.cache_dir);
+  static std::once_flag cleaned;
+  std::call_once(cleaned, [&] { cache.remove_stale_temporaries(); });
+  std::string cache_note;
+  if (cache.lookup(outcome.artifact, &outcome.log, &cache_note)) {
     outcome.ok = true;
     outcome.cached = true;
-    outcome.log = read_file(log_path);
     return outcome;
   }
-
-  // Build under a private name and rename: concurrent builds of the same source never see a
-  // half-written object.
-  const std::filesystem::path temp = config.cache_dir / fmt::format(".{}-{}.{}.so", stem, outcome.cache_key.substr(0, 20), getpid());
+  const std::filesystem::path temp = cache.temporary_for(outcome.artifact);
   std::vector<std::string> argv{config.compiler};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.push_back(request.source.string());
@@ -140,16 +141,13 @@ BuildOutcome build_kernel(const BuildRequest& request, const CompilerConfig& con
   auto start = std::chrono::steady_clock::now();
   ProcessOutcome proc = run_process(argv, std::chrono::seconds(180));
   outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  outcome.log = "$ " + command + "\n" + proc.output;
+  outcome.log = (cache_note.empty() ? "" : "(" + cache_note + ")\n") + "$ " + command + "\n" + proc.output;
   if (proc.timed_out) outcome.log += "\n(compiler killed after 180 s)\n";
   if (!proc.ok()) {
     std::filesystem::remove(temp);
     return outcome;
   }
-  {
-    std::ofstream(log_path) << outcome.log;
-  }
-  std::filesystem::rename(temp, outcome.artifact);
+  cache.commit(temp, outcome.artifact, outcome.log);
   outcome.ok = true;
   return outcome;
 }

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -173,9 +174,17 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
                {"threads", options.threads},
                {"arenas", {arena_description(inputs, false), arena_description(outputs, true)}}};
   if (options.sandbox) {
-    const uint64_t headroom = options.memory_limit_bytes ? options.memory_limit_bytes : (8ull << 30);
+    // RLIMIT_AS counts reserved address space, not memory used, and vendor libraries reserve per
+    // thread: OpenBLAS a 128 MiB buffer (32 << 22), glibc a 64 MiB malloc arena, each thread an
+    // 8 MiB stack; measured 139 MiB per thread for sgemm with Debian's OpenBLAS (tests/e2e/
+    // robustness_test.cpp). 256 MiB per thread on top of 8 GiB covers that at every thread count a
+    // machine can have (256 threads: 72 GiB of address space; none of it is memory until touched).
+    const uint64_t headroom = options.memory_limit_bytes ? options.memory_limit_bytes
+                                                         : (8ull << 30) + uint64_t(std::max(1, options.threads)) * (256ull << 20);
     load["confine"] = {{"address_space_bytes", inputs.total_bytes() + outputs.total_bytes() + headroom},
-                       {"cpu_seconds", options.cpu_limit_seconds ? options.cpu_limit_seconds : 3600},
+                       // CPU time counts every thread: an hour per thread, so a long evaluation
+                       // at 256 threads is not killed by SIGXCPU and reported as a crash.
+                       {"cpu_seconds", options.cpu_limit_seconds ? options.cpu_limit_seconds : 3600ull * uint64_t(std::max(1, options.threads))},
                        {"open_files", 64},
                        {"deny_file_writes", !namespaces}};
   }
