@@ -105,7 +105,8 @@ std::string strip_local_paths(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
-    const bool boundary = i == 0 || before.find(text[i - 1]) != std::string::npos;
+    const bool boundary = i == 0 || before.find(text[i - 1]) != std::string::npos ||
+                          (i >= 2 && text[i - 2] == '-' && (text[i - 1] == 'I' || text[i - 1] == 'L'));  // -I/path, -L/path
     if (text[i] == '/' && boundary && i + 1 < text.size() && starts_name(text[i + 1])) {
       size_t end = i;
       while (end < text.size() && path_char(text[end])) ++end;
