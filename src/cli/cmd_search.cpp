@@ -21,8 +21,14 @@ void print_search_summary(const SearchSummary& s) {
     fmt::print("  share of the expert             {:.2f} (expert {:.3f}x)\n", s.share_of_expert, s.expert_speedup);
   fmt::print("  candidates                      {} evaluated ({} new in this run), {} built, {} correct: {:.0f}% correct; {} duplicates skipped\n",
              s.evaluated, s.evaluated_now, s.built, s.correct, 100 * s.correctness_rate(), s.duplicates);
-  fmt::print("  machine time                    build {:.1f} s, evaluation {:.1f} s; proposer {:.1f} s{}\n", s.build_s, s.eval_s, s.proposer_s,
-             s.proposer_failures ? fmt::format(", {} proposer failures", s.proposer_failures) : "");
+  fmt::print("  agent calls                     {} ({} answered usefully)\n", s.agent_calls, s.agent_calls_ok);
+  if (!s.failures.empty()) {
+    std::string kinds;
+    for (const auto& [kind, n] : s.failures) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, kind);
+    fmt::print("  failures                        {}\n", kinds);
+  }
+  fmt::print("  machine time                    build {:.1f} s, evaluation {:.1f} s; agent {:.1f} s (of which failed calls {:.1f} s)\n", s.build_s,
+             s.eval_s, s.proposer_s, s.proposer_failed_s);
   if (s.prompt_tokens || s.completion_tokens) fmt::print("  tokens                          {} prompt, {} completion\n", s.prompt_tokens, s.completion_tokens);
   fmt::print("  pays back after                 {}\n",
              s.payback_calls > 0 ? fmt::format("{:.0f} calls of the kernel", s.payback_calls) : std::string("never (no speedup)"));
@@ -53,6 +59,8 @@ Command add_search(CLI::App& root) {
   app->add_option("--expert", o->expert, "Evaluate the expert for the share-of-expert figure")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   app->add_option("--max-evals", o->search.max_evals, "Stop after this many new evaluations; run again to resume")->check(CLI::Range(0, 1000000000))->capture_default_str();
   app->add_option("--seed", o->search.seed, "Seed of the requests (menu dropout, proposer sampling)")->check(seed_value())->capture_default_str();
+  app->add_option("--max-source-bytes", o->search.max_source_bytes, "Largest candidate source accepted; a larger one is a counted failure")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   add_shared_eval_flags(app, o->flags);
   return {app, [o] {
             Registry registry(Registry::default_root());
@@ -62,32 +70,38 @@ Command add_search(CLI::App& root) {
             if (!o->start.empty() && specs.size() > 1) throw UsageError("--start applies to one workload at a time");
             auto proposer = make_proposer(o->proposer);
             auto target = make_target(o->flags.target);
+            end_agent_on_signals();
             SearchOptions options = o->search;
+            options.target = o->flags.target;
             options.eval = make_eval_options(o->flags);
             options.out_dir = o->out;
             options.start = o->start;
             options.context = o->context == "full";
             options.compare_expert = o->expert == "on";
             std::filesystem::create_directories(options.out_dir);
-            nlohmann::json run = {{"schema", "opbench.search.run"},
-                                  {"version", 1},
-                                  {"label", o->label.empty() ? proposer->name() : o->label},
+            nlohmann::json run = {{"label", o->label.empty() ? proposer->name() : o->label},
                                   {"proposer", proposer->name()},
                                   {"settings",
                                    {{"beam_width", options.beam_width}, {"plans", options.plans_per_parent}, {"impls", options.impls_per_plan},
                                     {"iterations", options.iterations}, {"menu_dropout", options.menu_dropout}, {"repairs", options.repairs},
-                                    {"context", o->context}, {"size", options.eval.size}}},
+                                    {"context", o->context}, {"size", options.eval.size}, {"target", options.target}}},
                                   {"workloads", nlohmann::json::array()}};
-            bool complete = true;
+            bool complete = true, agent_failed = false;
             for (const WorkloadSpec* spec : specs) {
               SearchSummary s = beam_search(*spec, *proposer, *target, options, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
               print_search_summary(s);
               run["workloads"].push_back(s.to_json());
-              complete = complete && s.stop_reason.find("--max-evals") == std::string::npos;
+              complete = complete && !s.budget_stopped;
+              agent_failed = agent_failed || s.no_successful_agent_call();
             }
-            write_text_atomic(options.out_dir / "run.json", run.dump(2));
+            write_json_atomic(options.out_dir / "run.json", stamp_schema(run, kSearchRunSchema));
             fmt::print("\nwrote {}\n", (options.out_dir / "run.json").string());
             if (!complete) fmt::print("the search stopped at its --max-evals budget; the same command resumes it\n");
+            if (agent_failed) {
+              fmt::print(stderr, "error: the proposer never answered usefully in a search (see the failures above and log.jsonl); "
+                                 "the run is marked so and not ranked on the leaderboard\n");
+              return 1;
+            }
             return 0;
           }};
 }

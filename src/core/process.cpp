@@ -1,5 +1,7 @@
 #include "core/process.h"
 
+#include <atomic>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -63,6 +65,12 @@ ProcessOutcome run_process(const std::vector<std::string>& argv, std::chrono::mi
   return out;
 }
 
+namespace {
+std::atomic<int> g_running_io_child{0};
+}  // namespace
+
+int running_io_child_group() { return g_running_io_child.load(std::memory_order_relaxed); }
+
 ProcessIo run_process_io(const std::vector<std::string>& argv, const std::string& input, std::chrono::milliseconds timeout) {
   int in_fds[2], out_fds[2], err_fds[2];
   if (pipe2(in_fds, O_CLOEXEC) != 0 || pipe2(out_fds, O_CLOEXEC) != 0 || pipe2(err_fds, O_CLOEXEC) != 0)
@@ -80,6 +88,8 @@ ProcessIo run_process_io(const std::vector<std::string>& argv, const std::string
     execvp(args[0], args.data());
     _exit(127);
   }
+  setpgid(pid, pid);  // also from here: a signal right after fork must find the group
+  g_running_io_child.store(pid);
   close(in_fds[0]);
   close(out_fds[1]);
   close(err_fds[1]);
@@ -133,6 +143,7 @@ ProcessIo run_process_io(const std::vector<std::string>& argv, const std::string
     if (fd >= 0) close(fd);
   int status = 0;
   waitpid(pid, &status, 0);
+  g_running_io_child.store(0);
   if (WIFEXITED(status)) io.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) io.signal = WTERMSIG(status);
   if (io.exit_code == 127 && io.out.empty() && io.err.empty()) io.err = fmt::format("could not start {}", argv[0]);

@@ -27,6 +27,10 @@ struct ProcessIo {
 };
 ProcessIo run_process_io(const std::vector<std::string>& argv, const std::string& input, std::chrono::milliseconds timeout);
 
+// The process group of the run_process_io child running now (0: none), so a signal handler can end
+// it (and whatever it started) when opbench itself is interrupted. Async-signal-safe to read.
+int running_io_child_group();
+
 // "SIGSEGV (Segmentation fault)"
 std::string describe_signal(int signal);
 

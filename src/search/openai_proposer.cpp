@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -13,6 +14,9 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/json_io.h"
+#include "core/utf8.h"
+#include "harness/result.h"
 
 namespace opbench {
 namespace {
@@ -102,11 +106,10 @@ std::optional<Fence> parse_fence(const std::string& line) {
 
 bool is_cpp_info(const std::string& info) { return info.empty() || info == "cpp" || info == "c++" || info == "cc"; }
 
-// Answers often quote a fragment before the full kernel, so the last C++ block is the candidate.
-// Blocks of other languages are still tracked so their contents are never mistaken for fences.
-// An unclosed block (an answer cut off at max_tokens) is not a kernel.
-std::optional<std::string> last_cpp_block(const std::string& content) {
-  std::optional<std::string> found;
+// The C++ blocks of an answer; `unclosed` is set when the answer ends inside one (cut at the token
+// limit). Blocks of other languages are tracked so their contents are never mistaken for fences.
+std::vector<std::string> cpp_blocks(const std::string& content, bool* unclosed) {
+  std::vector<std::string> blocks;
   std::optional<Fence> open;
   std::string body;
   for (const std::string& line : split_lines(content)) {
@@ -116,14 +119,24 @@ std::optional<std::string> last_cpp_block(const std::string& content) {
       continue;
     }
     if (fence && fence->info.empty() && fence->ticks >= open->ticks && trim(line).find_first_not_of('`') == std::string::npos) {
-      if (is_cpp_info(open->info)) found = body;
+      if (is_cpp_info(open->info)) blocks.push_back(body);
       open.reset();
       continue;
     }
     body += line;
     body += '\n';
   }
-  return found;
+  *unclosed = open.has_value() && is_cpp_info(open->info);
+  return blocks;
+}
+
+// The kernel of an answer: the last C++ block that defines the entry point ob_run (answers quote
+// fragments and sometimes add a test main in a second block); without one, the last C++ block.
+std::optional<std::string> kernel_block(const std::vector<std::string>& blocks) {
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
+    if (it->find("ob_run") != std::string::npos) return *it;
+  if (!blocks.empty()) return blocks.back();
+  return std::nullopt;
 }
 
 // Text before the first "### Plan" heading is preamble and is dropped; empty sections are skipped.
@@ -136,7 +149,7 @@ std::vector<std::string> split_plans(const std::string& content) {
   for (const std::string& line : split_lines(content)) {
     if (line.rfind("### Plan", 0) == 0) {
       flush();
-      current = std::string();
+      current = trim(line.substr(4)) + "\n";  // the title stays: "Plan 2: unroll by 4"
     } else if (current) {
       *current += line;
       *current += '\n';
@@ -150,6 +163,14 @@ std::vector<std::string> split_plans(const std::string& content) {
 struct HttpReply {
   long status = 0;
   std::string body;
+  std::optional<double> retry_after_s;  // from a Retry-After header (seconds or an HTTP date)
+  bool too_large = false;               // the body passed the answer-size cap and was cut off
+};
+
+// Collects the body up to a cap; returning less than given makes curl stop the transfer.
+struct BodySink {
+  HttpReply* reply;
+  size_t cap;
 };
 
 // A transport failure (no connection, timeout, reset): retried like a 5xx.
@@ -168,8 +189,34 @@ void init_curl_once() {
   if (rc != CURLE_OK) throw std::runtime_error(fmt::format("curl_global_init failed: {}", curl_easy_strerror(rc)));
 }
 
-size_t append_to_string(char* data, size_t size, size_t count, void* out) {
-  static_cast<std::string*>(out)->append(data, size * count);
+size_t append_capped(char* data, size_t size, size_t count, void* out) {
+  auto* sink = static_cast<BodySink*>(out);
+  if (sink->reply->body.size() + size * count > sink->cap) {
+    sink->reply->too_large = true;
+    return 0;
+  }
+  sink->reply->body.append(data, size * count);
+  return size * count;
+}
+
+size_t read_retry_after(char* data, size_t size, size_t count, void* out) {
+  const std::string line(data, size * count);
+  const std::string name = "retry-after:";
+  if (line.size() > name.size()) {
+    std::string head = line.substr(0, name.size());
+    std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (head == name) {
+      const std::string value = trim(line.substr(name.size()));
+      auto* reply = static_cast<HttpReply*>(out);
+      char* end = nullptr;
+      const double seconds = std::strtod(value.c_str(), &end);
+      if (end != value.c_str() && *end == '\0' && seconds >= 0) {
+        reply->retry_after_s = seconds;
+      } else if (const time_t when = curl_getdate(value.c_str(), nullptr); when > 0) {
+        reply->retry_after_s = std::max(0.0, double(when - std::time(nullptr)));
+      }
+    }
+  }
   return size * count;
 }
 
@@ -178,24 +225,27 @@ int64_t token_count(const nlohmann::json& usage, const char* key) {
   return usage[key].get<int64_t>();
 }
 
+std::string excerpt(const std::string& body) { return utf8_truncate(body, kBodyExcerpt, "..."); }
+
+// A 200 whose body is not a chat completion: retried (proxies and overloaded servers send these).
+struct MalformedAnswer : ProposerError {
+  explicit MalformedAnswer(const std::string& what) : ProposerError("malformed_answer", what) {}
+};
+
 Completion parse_completion(const std::string& body) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(body);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error(fmt::format("the endpoint answered with invalid JSON ({}): {}", e.what(), body.substr(0, kBodyExcerpt)));
-  }
+  nlohmann::json j = nlohmann::json::parse(utf8_sanitize(body), nullptr, false);
+  if (j.is_discarded()) throw MalformedAnswer(fmt::format("the endpoint answered with invalid JSON: {}", excerpt(body)));
   if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty())
-    throw std::runtime_error(fmt::format("the endpoint's answer has no choices[0]: {}", body.substr(0, kBodyExcerpt)));
+    throw MalformedAnswer(fmt::format("the endpoint's answer has no choices[0]: {}", excerpt(body)));
   const nlohmann::json& choice = j["choices"][0];
   if (!choice.is_object() || !choice.contains("message") || !choice["message"].is_object())
-    throw std::runtime_error(fmt::format("the endpoint's answer has no choices[0].message: {}", body.substr(0, kBodyExcerpt)));
+    throw MalformedAnswer(fmt::format("the endpoint's answer has no choices[0].message: {}", excerpt(body)));
   const nlohmann::json& message = choice["message"];
   if (!message.contains("content") || !message["content"].is_string())
-    throw std::runtime_error(fmt::format("the endpoint's answer has no choices[0].message.content (a string): {}", body.substr(0, kBodyExcerpt)));
+    throw MalformedAnswer(fmt::format("the endpoint's answer has no choices[0].message.content (a string): {}", excerpt(body)));
 
   Completion c;
-  c.content = message["content"].get<std::string>();
+  c.content = utf8_sanitize(message["content"].get<std::string>());
   if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) c.finish_reason = choice["finish_reason"].get<std::string>();
   if (j.contains("usage")) {
     c.prompt_tokens = token_count(j["usage"], "prompt_tokens");
@@ -204,7 +254,13 @@ Completion parse_completion(const std::string& body) {
   return c;
 }
 
-bool retryable(long status) { return status == 429 || status >= 500; }
+bool retryable(long status) { return status == 408 || status == 429 || status >= 500; }
+
+// A number from the environment, or nullopt for "none" (the field is then left out of requests).
+std::optional<double> env_number_or_none(const char* name, double fallback) {
+  if (auto v = env(name); v && *v == "none") return std::nullopt;
+  return env_number(name, fallback, true);
+}
 
 class OpenAiProposer : public Proposer {
  public:
@@ -213,70 +269,126 @@ class OpenAiProposer : public Proposer {
     while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
     api_key_ = env("OPENAI_API_KEY").value_or("");
     timeout_s_ = env_number("OPBENCH_OPENAI_TIMEOUT_S", 600, false);
-    temperature_ = env_number("OPBENCH_OPENAI_TEMPERATURE", 0.7, true);
-    max_tokens_ = int(env_number("OPBENCH_OPENAI_MAX_TOKENS", 8192, false));
+    temperature_ = env_number_or_none("OPBENCH_OPENAI_TEMPERATURE", 0.7);
+    token_field_ = env("OPBENCH_OPENAI_TOKEN_FIELD").value_or("max_tokens");
+    if (token_field_ != "max_tokens" && token_field_ != "max_completion_tokens" && token_field_ != "none")
+      throw UsageError(fmt::format("$OPBENCH_OPENAI_TOKEN_FIELD must be max_tokens, max_completion_tokens or none, got '{}'", token_field_));
+    max_tokens_ = int64_t(env_number("OPBENCH_OPENAI_MAX_TOKENS", 8192, false));
     retry_delay_ms_ = env_number("OPBENCH_OPENAI_RETRY_DELAY_MS", 1000, true);
+    retry_after_cap_s_ = env_number("OPBENCH_OPENAI_RETRY_AFTER_MAX_S", 60, true);
+    max_retries_ = int(env_number("OPBENCH_OPENAI_RETRIES", kMaxRetries, true));
+    max_answer_bytes_ = size_t(env_number("OPBENCH_OPENAI_MAX_ANSWER_BYTES", 4 << 20, false));
+    if (auto extra = env("OPBENCH_OPENAI_EXTRA")) {
+      extra_ = nlohmann::json::parse(*extra, nullptr, false);
+      if (!extra_.is_object()) throw UsageError("$OPBENCH_OPENAI_EXTRA must be a JSON object, e.g. {\"top_p\": 0.95}");
+      for (const char* reserved : {"model", "messages"})
+        if (extra_.contains(reserved)) throw UsageError(fmt::format("$OPBENCH_OPENAI_EXTRA may not set \"{}\"", reserved));
+    }
   }
 
   std::string name() const override { return "openai:" + model_; }
 
   ProposalResponse propose(const ProposalRequest& request) override {
     if (api_key_.empty() && !is_loopback(base_url_))
-      throw std::runtime_error(fmt::format("OPENAI_API_KEY is not set (needed for {}; a loopback base URL needs none)", base_url_));
+      throw ProposerError("usage", fmt::format("OPENAI_API_KEY is not set (needed for {}; a loopback base URL needs none)", base_url_));
     const bool plan = request.phase == "plan";
     if (!plan && request.phase != "translate" && request.phase != "implement")
-      throw std::runtime_error(fmt::format("openai proposer: unknown phase '{}'", request.phase));
+      throw ProposerError("protocol", fmt::format("openai proposer: unknown phase '{}'", request.phase));
 
+    // One completion per candidate; a failed completion is recorded and the others are kept.
     ProposalResponse response;
-    std::vector<std::string> notes;
+    int completions_ok = 0;
     for (int i = 0; i < request.candidates; ++i) {
       // One answer usually holds several plans: stop asking once there are enough.
       if (plan && int(response.plans.size()) >= request.candidates) break;
-      Completion c = complete(request.prompt, request.seed + uint64_t(i));
+      Completion c;
+      try {
+        c = complete(request.prompt, request.seed + uint64_t(i));
+      } catch (const ProposerError& e) {
+        response.failures.push_back({e.kind, fmt::format("completion {}: {}", i + 1, e.what())});
+        continue;
+      }
+      ++completions_ok;
       response.prompt_tokens += c.prompt_tokens;
       response.completion_tokens += c.completion_tokens;
       if (plan) {
-        for (auto& p : split_plans(c.content)) response.plans.push_back(std::move(p));
-      } else if (auto source = last_cpp_block(c.content)) {
+        auto plans = split_plans(c.content);
+        if (plans.empty()) response.failures.push_back({"no_plan", fmt::format("completion {}: no plan in the answer", i + 1)});
+        for (auto& p : plans) response.plans.push_back(std::move(p));
+        continue;
+      }
+      bool unclosed = false;
+      const auto blocks = cpp_blocks(c.content, &unclosed);
+      if (auto source = kernel_block(blocks)) {
         response.sources.push_back(std::move(*source));
+      } else if (unclosed || c.finish_reason == "length") {
+        response.failures.push_back({"truncated", fmt::format("completion {}: the answer was cut off at the token limit ({} {}) inside its code block",
+                                                              i + 1, token_field_, max_tokens_)});
       } else {
-        notes.push_back(fmt::format("candidate {}: no complete ```cpp code block in the answer{}", i + 1,
-                                    c.finish_reason == "length" ? " (cut off at max_tokens)" : ""));
+        response.failures.push_back({"no_code_block", fmt::format("completion {}: no ```cpp code block in the answer", i + 1)});
       }
     }
     if (plan && int(response.plans.size()) > request.candidates) response.plans.resize(size_t(request.candidates));
-    if (plan && response.plans.empty()) notes.push_back("no plan in the answer");
-    for (const auto& n : notes) response.note += (response.note.empty() ? "" : "; ") + n;
+    if (completions_ok == 0 && !response.failures.empty()) {
+      // Nothing came back: the call failed as a whole, with the kind of its last failure.
+      std::string what;
+      for (const auto& f : response.failures) what += (what.empty() ? "" : "; ") + f.message;
+      throw ProposerError(response.failures.back().kind, what);
+    }
     return response;
   }
 
  private:
   nlohmann::json request_body(const std::string& prompt, uint64_t seed) const {
-    return {{"model", model_},
-            {"messages", nlohmann::json::array({{{"role", "system"}, {"content", kSystemPrompt}}, {{"role", "user"}, {"content", prompt}}})},
-            {"temperature", temperature_},
-            {"max_tokens", max_tokens_},
-            {"seed", seed}};
+    nlohmann::json body = {
+        {"model", model_},
+        {"messages", nlohmann::json::array({{{"role", "system"}, {"content", kSystemPrompt}}, {{"role", "user"}, {"content", prompt}}})},
+        {"seed", seed}};
+    if (temperature_) body["temperature"] = *temperature_;
+    if (token_field_ != "none") body[token_field_] = max_tokens_;
+    // Passed through as given; a null value removes a field opbench would send (e.g. "seed": null).
+    for (const auto& [key, value] : extra_.items()) {
+      if (value.is_null()) body.erase(key);
+      else body[key] = value;
+    }
+    return body;
   }
 
   Completion complete(const std::string& prompt, uint64_t seed) {
-    const std::string body = request_body(prompt, seed).dump();
-    std::string last_failure;
-    for (int attempt = 0; attempt <= kMaxRetries; ++attempt) {
-      if (attempt > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(retry_delay_ms_ * double(1 << (attempt - 1))));
+    const std::string body = dump_json(request_body(prompt, seed), -1);
+    std::string last_failure, last_kind = "transport";
+    std::optional<double> wait_s;
+    for (int attempt = 0; attempt <= max_retries_; ++attempt) {
+      if (attempt > 0) {
+        // The server's Retry-After when it gave one (capped), else exponential backoff.
+        const double backoff_s = retry_delay_ms_ * double(1 << std::min(attempt - 1, 16)) / 1000.0;
+        std::this_thread::sleep_for(std::chrono::duration<double>(wait_s ? std::min(*wait_s, retry_after_cap_s_) : backoff_s));
+      }
+      wait_s.reset();
       HttpReply reply;
       try {
         reply = post(base_url_ + "/chat/completions", body);
       } catch (const TransportError& e) {
-        last_failure = e.what();
+        last_failure = e.what(), last_kind = "transport";
         continue;
       }
-      if (reply.status >= 200 && reply.status < 300) return parse_completion(reply.body);
-      std::string failure = fmt::format("{}/chat/completions answered HTTP {}: {}", base_url_, reply.status, reply.body.substr(0, kBodyExcerpt));
-      if (!retryable(reply.status)) throw std::runtime_error(failure);
-      last_failure = std::move(failure);
+      if (reply.too_large)
+        throw ProposerError("answer_too_large", fmt::format("{}/chat/completions answered more than {} bytes ($OPBENCH_OPENAI_MAX_ANSWER_BYTES)",
+                                                            base_url_, max_answer_bytes_));
+      if (reply.status >= 200 && reply.status < 300) {
+        try {
+          return parse_completion(reply.body);
+        } catch (const MalformedAnswer& e) {
+          last_failure = e.what(), last_kind = e.kind;
+          continue;
+        }
+      }
+      std::string failure = fmt::format("{}/chat/completions answered HTTP {}: {}", base_url_, reply.status, excerpt(reply.body));
+      if (!retryable(reply.status)) throw ProposerError("http", failure);
+      last_failure = std::move(failure), last_kind = "http";
+      wait_s = reply.retry_after_s;
     }
-    throw std::runtime_error(fmt::format("gave up after {} retries: {}", kMaxRetries, last_failure));
+    throw ProposerError(last_kind, fmt::format("gave up after {} retries: {}", max_retries_, last_failure));
   }
 
   HttpReply post(const std::string& url, const std::string& body) const {
@@ -290,14 +402,19 @@ class OpenAiProposer : public Proposer {
     std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(raw_headers, curl_slist_free_all);
 
     HttpReply reply;
+    BodySink sink{&reply, max_answer_bytes_};
     char error[CURL_ERROR_SIZE] = {0};
+    const std::string user_agent = "opbench/" + opbench_version();
     CURL* h = curl.get();
     curl_easy_setopt(h, CURLOPT_URL, url.c_str());
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+    curl_easy_setopt(h, CURLOPT_USERAGENT, user_agent.c_str());
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append_to_string);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &reply.body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append_capped);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, read_retry_after);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &reply);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, long(timeout_s_ * 1000));
     // Signals for DNS timeouts are unsafe in a multithreaded program.
@@ -305,7 +422,9 @@ class OpenAiProposer : public Proposer {
     if (is_loopback(url)) curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 
     CURLcode rc = curl_easy_perform(h);
-    if (rc != CURLE_OK) throw TransportError(fmt::format("POST {} failed: {}", url, error[0] ? error : curl_easy_strerror(rc)));
+    if (rc == CURLE_WRITE_ERROR && reply.too_large) return reply;
+    if (rc != CURLE_OK)
+      throw TransportError(utf8_sanitize(fmt::format("POST {} failed: {}", url, error[0] ? error : curl_easy_strerror(rc))));
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &reply.status);
     return reply;
   }
@@ -314,9 +433,14 @@ class OpenAiProposer : public Proposer {
   std::string base_url_;
   std::string api_key_;
   double timeout_s_ = 600;
-  double temperature_ = 0.7;
-  int max_tokens_ = 8192;
+  std::optional<double> temperature_;
+  std::string token_field_ = "max_tokens";
+  int64_t max_tokens_ = 8192;
   double retry_delay_ms_ = 1000;
+  double retry_after_cap_s_ = 60;
+  int max_retries_ = kMaxRetries;
+  size_t max_answer_bytes_ = 4 << 20;
+  nlohmann::json extra_ = nlohmann::json::object();
 };
 
 }  // namespace

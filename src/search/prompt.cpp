@@ -1,5 +1,6 @@
 #include "search/prompt.h"
 
+#include <cctype>
 #include <random>
 #include <sstream>
 
@@ -7,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/utf8.h"
 
 namespace opbench {
 namespace {
@@ -54,6 +56,30 @@ void section(std::string& out, const std::string& title, const std::string& body
   out += "\n";
 }
 
+// The measurements of a kernel as the prompt states them.
+std::string measurements_text(const nlohmann::json& f) {
+  std::string text = fmt::format("status: {}\n", f.value("status", "?"));
+  if (f.contains("speedup")) {
+    text += fmt::format("speedup over the baseline: {:.3f}x", f["speedup"].get<double>());
+    if (f.contains("speedup_ci95") && f["speedup_ci95"].size() == 2)
+      text += fmt::format(" (95% interval {:.3f}x to {:.3f}x)", f["speedup_ci95"][0].get<double>(), f["speedup_ci95"][1].get<double>());
+    text += "\n";
+  }
+  if (f.contains("speedup_standing")) text += "speedup standing: " + f["speedup_standing"].get<std::string>() + "\n";
+  if (f.contains("median_ms")) {
+    const double ms = f["median_ms"].get<double>();
+    text += fmt::format("time per call: {:.4f} ms (baseline {:.4f} ms)\n", ms, f.value("baseline_median_ms", 0.0));
+    if (f.contains("gflops_per_s") || f.contains("gbytes_per_s"))
+      text += fmt::format("achieved: {:.1f} GFLOP/s, {:.1f} GB/s\n", f.value("gflops_per_s", 0.0), f.value("gbytes_per_s", 0.0));
+    if (f.contains("roofline_floor_ms") && ms > 0)
+      text += fmt::format("roofline floor: {:.4f} ms per call on this machine; this kernel reaches {:.0f}% of it\n",
+                          f["roofline_floor_ms"].get<double>(), 100 * f["roofline_floor_ms"].get<double>() / ms);
+  }
+  if (!f.value("message", std::string()).empty()) text += "message: " + f["message"].get<std::string>() + "\n";
+  if (!f.value("errors", std::string()).empty()) text += "errors:\n" + f["errors"].get<std::string>() + "\n";
+  return text;
+}
+
 }  // namespace
 
 std::filesystem::path default_context_dir() { return std::filesystem::path(OPBENCH_SOURCE_DIR) / "context" / "cpu"; }
@@ -72,20 +98,50 @@ std::string drop_menu_entries(const std::string& menu, double dropout, uint64_t 
   return out;
 }
 
+std::string strip_local_paths(const std::string& text) {
+  auto path_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '+' || c == '/'; };
+  auto starts_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_'; };
+  const std::string before = " \t\n'\"(`=[<:,";
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const bool boundary = i == 0 || before.find(text[i - 1]) != std::string::npos ||
+                          (i >= 2 && text[i - 2] == '-' && (text[i - 1] == 'I' || text[i - 1] == 'L'));  // -I/path, -L/path
+    if (text[i] == '/' && boundary && i + 1 < text.size() && starts_name(text[i + 1])) {
+      size_t end = i;
+      while (end < text.size() && path_char(text[end])) ++end;
+      const std::string path = text.substr(i, end - i);
+      if (path.find('/', 1) != std::string::npos) {  // at least two components: /usr/include/x.h -> x.h
+        std::string last = path.substr(path.rfind('/') + 1);
+        out += last.empty() ? "." : last;
+        i = end;
+        continue;
+      }
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
 nlohmann::json feedback_from_result(const Result& r) {
-  nlohmann::json f = {{"status", std::string(status_name(r.status))}, {"message", r.message}};
-  if (r.speedup) f["speedup"] = r.speedup->vs_baseline;
+  nlohmann::json f = {{"status", std::string(status_name(r.status))}, {"message", utf8_sanitize(strip_local_paths(r.message))}};
+  if (r.speedup) {
+    f["speedup"] = r.speedup->vs_baseline;
+    f["speedup_ci95"] = {r.speedup->ci95_low, r.speedup->ci95_high};
+    if (r.speedup->standing != "ok") f["speedup_standing"] = r.speedup->standing + (r.speedup->standing_reason.empty() ? "" : ": " + r.speedup->standing_reason);
+  }
   if (r.timing) {
     f["median_ms"] = r.timing->per_call_ms.median;
     f["baseline_median_ms"] = r.timing->baseline_per_call_ms.median;
   }
   if (r.work.gflops_per_s > 0) f["gflops_per_s"] = r.work.gflops_per_s;
+  if (r.work.gbytes_per_s > 0) f["gbytes_per_s"] = r.work.gbytes_per_s;
+  if (r.integrity.roofline_floor_ms > 0) f["roofline_floor_ms"] = r.integrity.roofline_floor_ms;
   std::string errors;
   if (r.status == Status::compile_error) errors = r.build_log;
   else if (r.status != Status::correct) errors = r.correctness.reason;
   if (!r.kernel_output.empty() && r.status != Status::correct) errors += "\nkernel output:\n" + r.kernel_output;
-  if (errors.size() > 6000) errors = errors.substr(0, 6000) + "\n...(truncated)";
-  f["errors"] = errors;
+  f["errors"] = utf8_truncate(strip_local_paths(errors), 6000);
   return f;
 }
 
@@ -99,7 +155,7 @@ std::string assemble_prompt(const WorkloadSpec& spec, const ResolvedWorkload& w,
   section(out, "Task", task_text(o, spec));
 
   std::string workload = fmt::format("{}: {}\n\n{}\n", spec.id, spec.summary, spec.description);
-  workload += fmt::format("\nShapes at size '{}':", w.size);
+  workload += fmt::format("\nShapes to optimize for (size '{}', the one the search times):", w.size);
   for (const auto& [k, v] : w.symbols)
     if (k != "elem") workload += fmt::format(" {}={}", k, v);
   workload += "\n\nInputs (in ob_call order):\n";
@@ -119,22 +175,22 @@ std::string assemble_prompt(const WorkloadSpec& spec, const ResolvedWorkload& w,
     const auto dir = o.context_dir.empty() ? default_context_dir() : o.context_dir;
     for (const char* name : kContextFiles)
       if (std::filesystem::exists(dir / name)) section(out, std::string("Context: ") + name, read_file(dir / name));
-    if (o.phase == "plan" && std::filesystem::exists(dir / kMenuFile))
-      section(out, "Context: optimization menu", drop_menu_entries(read_file(dir / kMenuFile), o.menu_dropout, o.seed));
+    // The plan phase chooses from a thinned menu; the implement phase gets all of it, since plans cite its ids.
+    if (o.phase != "translate" && std::filesystem::exists(dir / kMenuFile))
+      section(out, "Context: optimization menu",
+              drop_menu_entries(read_file(dir / kMenuFile), o.phase == "plan" ? o.menu_dropout : 0.0, o.seed));
   }
 
   if (!o.parent_source.empty()) section(out, "Parent kernel", "```cpp\n" + o.parent_source + (o.parent_source.back() == '\n' ? "" : "\n") + "```\n");
   if (o.phase == "implement") section(out, "Plan", o.plan);
-  if (!o.feedback.is_null()) {
-    std::string f = fmt::format("status: {}\n", o.feedback.value("status", "?"));
-    if (o.feedback.contains("speedup")) f += fmt::format("speedup over the baseline: {:.3f}x\n", o.feedback["speedup"].get<double>());
-    if (o.feedback.contains("median_ms"))
-      f += fmt::format("time per call: {:.4f} ms (baseline {:.4f} ms)\n", o.feedback["median_ms"].get<double>(),
-                       o.feedback.value("baseline_median_ms", 0.0));
-    if (!o.feedback.value("message", std::string()).empty()) f += "message: " + o.feedback["message"].get<std::string>() + "\n";
-    if (!o.feedback.value("errors", std::string()).empty()) f += "errors:\n" + o.feedback["errors"].get<std::string>() + "\n";
-    section(out, o.phase == "plan" ? "Measurements of the parent" : "Feedback on the previous attempt (fix this)", f);
+  if (!o.parent_measurements.is_null()) section(out, "Measurements of the parent", measurements_text(o.parent_measurements));
+  if (!o.tried_plans.empty()) {
+    std::string tried = "These plans were already implemented on this parent in earlier iterations; propose different ones.\n\n";
+    for (const auto& plan : o.tried_plans) tried += "- " + utf8_truncate(plan.substr(0, plan.find('\n')), 300, "...") + "\n";
+    section(out, "Plans already tried on this parent", tried);
   }
+  if (!o.feedback.is_null())
+    section(out, o.phase == "plan" ? "Measurements of the parent" : "Feedback on the previous attempt (fix this)", measurements_text(o.feedback));
   section(out, "Answer format", format_text(o));
   return out;
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +21,9 @@ struct PromptOptions {
   bool context = true;              // false: --context none, the ablation without curated documents
   std::string parent_source;        // plan, implement
   std::string plan;                 // implement
-  nlohmann::json feedback;          // null, or feedback_from_result(...)
+  nlohmann::json feedback;          // null, or feedback_from_result(...) of a failed attempt (repairs, opbench prompt --feedback)
+  nlohmann::json parent_measurements;  // null, or feedback_from_result(...) of the parent (plan, implement)
+  std::vector<std::string> tried_plans;  // plans already implemented on this parent (plan): not to be proposed again
   int candidates = 1;               // plans wanted (plan phase)
   double menu_dropout = 0;          // share of optimization-menu entries left out (plan phase)
   uint64_t seed = 0;                // which entries the dropout removes
@@ -31,9 +34,14 @@ struct PromptOptions {
 // implement, a plan for implement).
 std::string assemble_prompt(const WorkloadSpec& spec, const ResolvedWorkload& workload, const PromptOptions& options);
 
-// What a proposer is told about an evaluated kernel: status, message, speedup, timings, and the
-// compiler's or the kernel's output when it failed.
+// What a proposer is told about an evaluated kernel: status, message, speedup and its interval,
+// timings, achieved GFLOP/s and GB/s against the roofline floor, and the compiler's or the kernel's
+// output when it failed (absolute local paths cut to file names: this text goes to remote APIs).
+// The search and `opbench prompt --feedback` both use it, so they show the same text.
 nlohmann::json feedback_from_result(const Result& result);
+
+// `text` with every absolute path (/home/x/build/cand.cpp) cut to its last component (cand.cpp).
+std::string strip_local_paths(const std::string& text);
 
 // The optimization menu with a share of its entries ("## Mxx: ..." sections) dropped at random.
 std::string drop_menu_entries(const std::string& menu, double dropout, uint64_t seed);

@@ -1,6 +1,7 @@
 #include "search/proposer.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <random>
 #include <sstream>
@@ -9,7 +10,9 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/json_io.h"
 #include "core/process.h"
+#include "core/utf8.h"
 #include "search/openai_proposer.h"
 #include "search/params.h"
 
@@ -35,20 +38,27 @@ class CommandProposer final : public Proposer {
   ProposalResponse propose(const ProposalRequest& request) override {
     double timeout_s = 1800;
     if (const char* e = std::getenv("OPBENCH_PROPOSER_TIMEOUT_S"); e && *e) timeout_s = std::atof(e);
-    ProcessIo io = run_process_io(argv_, request.to_json().dump() + "\n",
+    ProcessIo io = run_process_io(argv_, dump_json(request.to_json(), -1) + "\n",
                                   std::chrono::milliseconds(int64_t(timeout_s * 1000)));
-    auto tail = [](const std::string& s) { return s.size() > 600 ? "..." + s.substr(s.size() - 600) : s; };
-    if (io.timed_out) throw std::runtime_error(fmt::format("the proposer did not answer within {:.0f} s", timeout_s));
+    // The agent's output is not trusted to be UTF-8: repaired before it goes anywhere.
+    auto tail = [](const std::string& s) {
+      const std::string clean = utf8_sanitize(s);
+      if (clean.size() <= 600) return clean;
+      size_t from = clean.size() - 600;
+      while (from < clean.size() && (static_cast<unsigned char>(clean[from]) & 0xC0) == 0x80) ++from;  // a character boundary
+      return "..." + clean.substr(from);
+    };
+    if (io.timed_out) throw ProposerError("timeout", fmt::format("the proposer did not answer within {:.0f} s", timeout_s));
     if (!io.ok())
-      throw std::runtime_error(fmt::format("the proposer {} (stderr: {})",
-                                           io.signal ? fmt::format("died of signal {}", io.signal) : fmt::format("exited with {}", io.exit_code),
-                                           tail(io.err)));
-    json answer = json::parse(io.out, nullptr, false);
-    if (answer.is_discarded()) throw std::runtime_error("the proposer's stdout is not one JSON document: " + tail(io.out));
+      throw ProposerError("exit", fmt::format("the proposer {} (stderr: {})",
+                                              io.signal ? fmt::format("died of signal {}", io.signal) : fmt::format("exited with {}", io.exit_code),
+                                              tail(io.err)));
+    json answer = json::parse(utf8_sanitize(io.out), nullptr, false);
+    if (answer.is_discarded()) throw ProposerError("protocol", "the proposer's stdout is not one JSON document: " + tail(io.out));
     try {
       return ProposalResponse::from_json(answer);
-    } catch (const std::invalid_argument& e) {
-      throw std::runtime_error(std::string("the proposer's answer does not follow the protocol: ") + e.what());
+    } catch (const std::exception& e) {
+      throw ProposerError("protocol", std::string("the proposer's answer does not follow the protocol: ") + e.what());
     }
   }
 
@@ -158,6 +168,8 @@ ProposalRequest ProposalRequest::from_json(const json& j) {
 }
 
 json ProposalResponse::to_json() const {
+  json failures_json = json::array();
+  for (const auto& f : failures) failures_json.push_back({{"kind", f.kind}, {"message", f.message}});
   json candidates = json::array();
   for (const auto& s : sources) candidates.push_back({{"source", s}});
   return {{"schema", kProposerResponseSchema},
@@ -165,7 +177,8 @@ json ProposalResponse::to_json() const {
           {"candidates", candidates},
           {"plans", plans},
           {"usage", {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}}},
-          {"note", note}};
+          {"note", note},
+          {"failures", failures_json}};
 }
 
 ProposalResponse ProposalResponse::from_json(const json& j) {
@@ -177,21 +190,24 @@ ProposalResponse ProposalResponse::from_json(const json& j) {
     require(j["candidates"].is_array(), "\"candidates\" must be an array");
     for (const auto& c : j["candidates"]) {
       require(c.is_object() && c.contains("source") && c["source"].is_string(), "every candidate needs a string \"source\"");
-      r.sources.push_back(c["source"].get<std::string>());
+      r.sources.push_back(utf8_sanitize(c["source"].get<std::string>()));
     }
   }
   if (j.contains("plans")) {
     require(j["plans"].is_array(), "\"plans\" must be an array of strings");
     for (const auto& p : j["plans"]) {
       require(p.is_string(), "\"plans\" must be an array of strings");
-      r.plans.push_back(p.get<std::string>());
+      r.plans.push_back(utf8_sanitize(p.get<std::string>()));
     }
   }
   if (j.contains("usage") && j["usage"].is_object()) {
     r.prompt_tokens = j["usage"].value("prompt_tokens", int64_t(0));
     r.completion_tokens = j["usage"].value("completion_tokens", int64_t(0));
   }
-  r.note = j.value("note", std::string());
+  r.note = utf8_sanitize(j.value("note", std::string()));
+  if (j.contains("failures") && j["failures"].is_array())
+    for (const auto& f : j["failures"])
+      if (f.is_object()) r.failures.push_back({utf8_sanitize(f.value("kind", "error")), utf8_sanitize(f.value("message", ""))});
   return r;
 }
 
@@ -200,6 +216,28 @@ std::unique_ptr<Proposer> make_proposer(const std::string& spec) {
   if (spec.rfind("cmd:", 0) == 0) return std::make_unique<CommandProposer>(spec.substr(4));
   if (spec.rfind("openai:", 0) == 0 && spec.size() > 7) return make_openai_proposer(spec.substr(7));
   throw UsageError(fmt::format("unknown proposer '{}' (use cmd:PROGRAM [ARGS], openai:MODEL or tune)", spec));
+}
+
+}  // namespace opbench
+
+namespace opbench {
+namespace {
+
+void end_agent_and_self(int sig) {
+  // Only async-signal-safe calls: kill, signal, raise.
+  if (const int group = running_io_child_group(); group > 0) {
+    kill(-group, SIGTERM);
+    kill(-group, SIGKILL);
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+}  // namespace
+
+void end_agent_on_signals() {
+  std::signal(SIGINT, end_agent_and_self);
+  std::signal(SIGTERM, end_agent_and_self);
 }
 
 }  // namespace opbench

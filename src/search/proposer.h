@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,11 +37,27 @@ struct ProposalRequest {
   static ProposalRequest from_json(const nlohmann::json& j);  // throws std::invalid_argument
 };
 
+// A failure of one part of a call (one completion of n, an answer without a code block) or of the
+// whole call. `kind` is one of the words of docs/proposer-protocol.md ("timeout", "exit", "protocol",
+// "transport", "http", "malformed_answer", "answer_too_large", "no_code_block", "truncated",
+// "no_plan", "source_too_large"); the search counts failures by kind.
+struct ProposerFailure {
+  std::string kind;
+  std::string message;
+};
+
+// Thrown by Proposer::propose when the call produced nothing usable at all.
+struct ProposerError : std::runtime_error {
+  ProposerError(std::string kind_, const std::string& what) : std::runtime_error(what), kind(std::move(kind_)) {}
+  std::string kind;
+};
+
 struct ProposalResponse {
   std::vector<std::string> sources;  // translate, implement
-  std::vector<std::string> plans;    // plan
+  std::vector<std::string> plans;    // plan; each starts with its title line when the answer gave one
   int64_t prompt_tokens = 0, completion_tokens = 0;
   std::string note;                  // anything the proposer wants logged
+  std::vector<ProposerFailure> failures;  // what was lost inside this call (counted, logged)
 
   nlohmann::json to_json() const;
   // Validates the schema name and version; throws std::invalid_argument with what is wrong.
@@ -51,7 +68,8 @@ class Proposer {
  public:
   virtual ~Proposer() = default;
   virtual std::string name() const = 0;
-  // Throws std::runtime_error when the proposer fails (the search logs it and goes on).
+  // Throws ProposerError (or std::runtime_error, counted as kind "error") when the proposer fails;
+  // the search records it, counts it by kind and goes on.
   virtual ProposalResponse propose(const ProposalRequest& request) = 0;
   // False for proposers that cannot write a kernel from the reference (tune): the search then
   // starts from an existing kernel (--start, or the workload's expert).
@@ -60,5 +78,9 @@ class Proposer {
 
 // "cmd:PROGRAM ARGS...", "openai:MODEL" or "tune". Throws UsageError for anything else.
 std::unique_ptr<Proposer> make_proposer(const std::string& spec);
+
+// SIGINT and SIGTERM end the process group of the cmd: agent running now (it and whatever it
+// started) before opbench itself ends with the same signal. The search installs it.
+void end_agent_on_signals();
 
 }  // namespace opbench

@@ -33,6 +33,8 @@ std::vector<std::string> search_args(const std::string& proposer, const std::fil
 }
 
 nlohmann::json summary_of(const std::filesystem::path& out) { return read_json(out / "run.json")["workloads"][0]; }
+// The search's own folder (keyed by target, size and overrides) under --out.
+std::filesystem::path state_dir_of(const std::filesystem::path& out) { return out / summary_of(out)["state_dir"].get<std::string>(); }
 
 size_t count_lines_starting(const std::filesystem::path& file, const std::string& prefix) {
   std::ifstream in(file);
@@ -54,18 +56,18 @@ TEST(Search, FindsTheFasterKernelAndSurvivesBrokenOnes) {
   EXPECT_GE(s["duplicates"].get<int>(), 3);
   EXPECT_EQ(s["stop_reason"], "converged (no new candidates)");
   // The improvement: the best kernel is the blocked one, faster than every translation.
-  nlohmann::json state = read_json(out / "8p_GEMM" / "state.json");
+  nlohmann::json state = read_json(state_dir_of(out) / "state.json");
   double best_translation = 0;
   for (const auto& c : state["evaluated"])
     if (c["phase"] == "translate" || c["phase"] == "repair")
       if (c["status"] == "correct") best_translation = std::max(best_translation, c["speedup"].get<double>());
   EXPECT_GT(s["best_speedup"].get<double>(), 1.2 * best_translation) << s.dump(2);
-  EXPECT_EQ(read_file(s["best_source"].get<std::string>()), read_file(source_dir() / "examples/8p_GEMM/blocked_avx2.cpp"));
+  EXPECT_EQ(read_file(out / s["best_source"].get<std::string>()), read_file(source_dir() / "examples/8p_GEMM/blocked_avx2.cpp"));
   // Pays back only a speedup over the baseline (OpenBLAS; the blocked example may not beat it here).
   EXPECT_EQ(s["payback_calls"].get<double>() > 0, s["best_speedup"].get<double>() > 1.0) << s.dump(2);
   EXPECT_GT(s["prompt_tokens"].get<int>(), 0);
   // Every iteration is logged.
-  std::ifstream log(out / "8p_GEMM" / "log.jsonl");
+  std::ifstream log(state_dir_of(out) / "log.jsonl");
   size_t iterations = 0;
   for (std::string line; std::getline(log, line);) iterations += nlohmann::json::parse(line).value("event", "") == "iteration";
   EXPECT_EQ(iterations, 2u);
@@ -93,12 +95,58 @@ TEST(Search, AnInterruptedSearchResumesWithoutMeasuringAgain) {
   std::filesystem::remove_all(out);
 }
 
+// The decisions of a search, without timings: what resumed and uninterrupted runs must agree on.
+nlohmann::json decisions(const nlohmann::json& s) {
+  return {{"beam", s["beam"]}, {"best_key", s["best_key"]}, {"evaluated", s["evaluated"]}, {"correct", s["correct"]},
+          {"built", s["built"]}, {"duplicates", s["duplicates"]}, {"failures", s["failures"]}, {"agent_calls", s["agent_calls"]},
+          {"iterations_done", s["iterations_done"]}, {"stop_reason", s["stop_reason"]}};
+}
+
+TEST(Search, AResumedSearchEndsWhereAnUninterruptedOneEndsAtEveryInterruptionPoint) {
+  // Without timing every correct candidate ties at speedup 0 and the beam is ordered by key: the
+  // evaluation results are the same in every run, so the decisions must be too.
+  auto args = [&](const std::filesystem::path& out, std::vector<std::string> extra) {
+    auto a = search_args(scripted(), out, {"--iterations", "3"});
+    a.push_back("--no-timing");
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  auto reference = scratch_dir("search-replay-ref");
+  ASSERT_EQ(run_cli(args(reference, {}), 900).exit_code, 0);
+  const nlohmann::json expected = decisions(summary_of(reference));
+  const int total = summary_of(reference)["evaluated"].get<int>();
+  ASSERT_GE(total, 3);
+  for (int n = 1; n < total; ++n) {
+    auto out = scratch_dir("search-replay-" + std::to_string(n));
+    CliRun first = run_cli(args(out, {"--max-evals", std::to_string(n)}), 900);
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    EXPECT_TRUE(summary_of(out)["budget_stopped"].get<bool>()) << n;
+    CliRun second = run_cli(args(out, {}), 900);
+    ASSERT_EQ(second.exit_code, 0) << second.output;
+    EXPECT_EQ(decisions(summary_of(out)), expected) << "interrupted after " << n << " evaluations";
+    EXPECT_EQ(summary_of(out)["evaluated_now"].get<int>(), total - n);
+    std::filesystem::remove_all(out);
+  }
+  std::filesystem::remove_all(reference);
+}
+
+TEST(Search, AnOversizedCandidateIsACountedFailure) {
+  auto out = scratch_dir("search-oversized");
+  CliRun run = run_cli(search_args(scripted(), out, {"--max-source-bytes", "64", "--iterations", "1"}), 300);
+  nlohmann::json s = summary_of(out);
+  EXPECT_EQ(s["evaluated"], 0) << run.output;
+  EXPECT_EQ(s["failures"]["source_too_large"], 2) << s.dump(2);  // both translations
+  std::filesystem::remove_all(out);
+}
+
 TEST(Search, AProposerThatBreaksTheProtocolIsAFailureNotACrash) {
   auto out = scratch_dir("search-garbage");
   CliRun run = run_cli(search_args("cmd:/bin/echo this is not json", out), 300);
-  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.exit_code, 1) << run.output;  // no successful agent call: the run failed
   nlohmann::json s = summary_of(out);
   EXPECT_EQ(s["proposer_failures"], 1);
+  EXPECT_EQ(s["failures"]["protocol"], 1);
+  EXPECT_TRUE(s["no_successful_agent_call"].get<bool>());
   EXPECT_EQ(s["evaluated"], 0);
   EXPECT_EQ(s["stop_reason"], "no correct kernel");
   EXPECT_NE(run.output.find("not one JSON document"), std::string::npos) << run.output;
@@ -114,9 +162,9 @@ TEST(Search, TheTunerProposerWalksTheParameterSpace) {
   EXPECT_EQ(s["correct"], s["evaluated"]);
   // Each candidate is the start with other #define defaults: distinct points of the declared space.
   std::set<std::string> defines;
-  const nlohmann::json state = read_json(out / "8p_GEMM" / "state.json");
+  const nlohmann::json state = read_json(state_dir_of(out) / "state.json");
   for (const auto& c : state["evaluated"]) {
-    std::string text = read_file(c["file"].get<std::string>()), lines;
+    std::string text = read_file(state_dir_of(out) / c["file"].get<std::string>()), lines;
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);)
       if (line.rfind("#define", 0) == 0) lines += line + ";";
@@ -160,12 +208,12 @@ TEST(Search, StateOfAnotherProposerIsRefusedAndKept) {
   auto out = scratch_dir("search-other");
   const std::string start = (source_dir() / "tests/kernels/gemm_tunable.cpp").string();
   ASSERT_EQ(run_cli(search_args("tune", out, {"--start", start, "--max-evals", "1"}), 300).exit_code, 0);
-  const std::string before = read_file(out / "8p_GEMM" / "state.json");
+  const std::string before = read_file(state_dir_of(out) / "state.json");
   ASSERT_FALSE(before.empty());
   CliRun other = run_cli(search_args(scripted(), out), 300);
   EXPECT_EQ(other.exit_code, 2);
   EXPECT_NE(other.output.find("belongs to a search with proposer"), std::string::npos) << other.output;
-  EXPECT_EQ(read_file(out / "8p_GEMM" / "state.json"), before);
+  EXPECT_EQ(read_file(state_dir_of(out) / "state.json"), before);
   std::filesystem::remove_all(out);
 }
 

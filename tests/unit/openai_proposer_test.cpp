@@ -169,7 +169,8 @@ class OpenAiProposerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* name : {"OPBENCH_OPENAI_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPBENCH_OPENAI_TIMEOUT_S",
-                             "OPBENCH_OPENAI_TEMPERATURE", "OPBENCH_OPENAI_MAX_TOKENS", "OPBENCH_OPENAI_RETRY_DELAY_MS"}) {
+                             "OPBENCH_OPENAI_TEMPERATURE", "OPBENCH_OPENAI_MAX_TOKENS", "OPBENCH_OPENAI_RETRY_DELAY_MS", "OPBENCH_OPENAI_TOKEN_FIELD", "OPBENCH_OPENAI_EXTRA",
+                             "OPBENCH_OPENAI_RETRIES", "OPBENCH_OPENAI_MAX_ANSWER_BYTES", "OPBENCH_OPENAI_RETRY_AFTER_MAX_S"}) {
       const char* v = std::getenv(name);
       saved_.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
       unsetenv(name);
@@ -238,9 +239,12 @@ TEST_F(OpenAiProposerTest, PlanSplitsSectionsAndKeepsOnlyTheCandidatesAsked) {
   server_.enqueue(200, fixture("plan_three.json"));
   ProposalResponse three = make_openai_proposer("gpt-4o")->propose(request("plan", 3));
   ASSERT_EQ(three.plans.size(), 3u);
-  EXPECT_EQ(three.plans[0], "Block the reduction loop in tiles of 64 so each tile of B stays in L2.");
-  EXPECT_EQ(three.plans[1], "Use `#pragma omp simd` on the inner loop and keep the accumulator in a register.");
-  EXPECT_EQ(three.plans[2], "Split the rows across threads with a static schedule.");
+  // The title line stays with its plan (the search logs and lists plans by it).
+  auto ends_with = [](const std::string& s, const std::string& tail) { return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0; };
+  EXPECT_TRUE(ends_with(three.plans[0], "Block the reduction loop in tiles of 64 so each tile of B stays in L2.")) << three.plans[0];
+  EXPECT_TRUE(ends_with(three.plans[1], "Use `#pragma omp simd` on the inner loop and keep the accumulator in a register.")) << three.plans[1];
+  EXPECT_TRUE(ends_with(three.plans[2], "Split the rows across threads with a static schedule.")) << three.plans[2];
+  EXPECT_EQ(three.plans[0].rfind("Plan 1", 0), 0u) << three.plans[0];
   EXPECT_TRUE(three.sources.empty());
   EXPECT_EQ(three.prompt_tokens, 980);
   EXPECT_EQ(three.completion_tokens, 156);
@@ -265,7 +269,8 @@ TEST_F(OpenAiProposerTest, AnswerWithoutCodeBlockGivesNoSourceAndANote) {
   ProposalResponse response;
   ASSERT_NO_THROW(response = make_openai_proposer("gpt-4o")->propose(request("translate", 1)));
   EXPECT_TRUE(response.sources.empty());
-  EXPECT_NE(response.note.find("no complete ```cpp code block"), std::string::npos) << response.note;
+  ASSERT_EQ(response.failures.size(), 1u);  // counted and logged by the search, not lost
+  EXPECT_EQ(response.failures[0].kind, "no_code_block");
   EXPECT_EQ(response.prompt_tokens, 870);
 }
 
@@ -316,12 +321,63 @@ TEST_F(OpenAiProposerTest, InvalidJsonThrows) {
 }
 
 TEST_F(OpenAiProposerTest, MissingContentThrowsNamingIt) {
+  setenv("OPBENCH_OPENAI_RETRIES", "0", 1);
   server_.enqueue(200, R"({"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null}}]})");
   try {
     make_openai_proposer("gpt-4o")->propose(request("implement", 1));
     FAIL() << "expected a throw";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("choices[0].message.content"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(OpenAiProposerTest, AMalformed200IsRetried) {
+  server_.enqueue(200, "<html>bad gateway</html>");
+  server_.enqueue(200, fixture("implement_cpp.json"));
+  ProposalResponse response = make_openai_proposer("gpt-4o")->propose(request("implement", 1));
+  EXPECT_EQ(server_.requests().size(), 2u);
+  ASSERT_EQ(response.sources.size(), 1u);
+}
+
+TEST_F(OpenAiProposerTest, TokenFieldTemperatureAndPassthroughAreConfigurable) {
+  setenv("OPBENCH_OPENAI_TOKEN_FIELD", "max_completion_tokens", 1);
+  setenv("OPBENCH_OPENAI_TEMPERATURE", "none", 1);
+  setenv("OPBENCH_OPENAI_EXTRA", R"({"top_p": 0.9, "seed": null})", 1);
+  server_.enqueue(200, fixture("implement_cpp.json"));
+  make_openai_proposer("o3")->propose(request("implement", 1));
+  nlohmann::json body = nlohmann::json::parse(server_.requests().at(0).body);
+  EXPECT_FALSE(body.contains("max_tokens"));
+  EXPECT_EQ(body["max_completion_tokens"], 8192);
+  EXPECT_FALSE(body.contains("temperature"));
+  EXPECT_FALSE(body.contains("seed"));
+  EXPECT_DOUBLE_EQ(body["top_p"].get<double>(), 0.9);
+  EXPECT_EQ(server_.requests().at(0).headers["user-agent"].rfind("opbench/", 0), 0u);
+  setenv("OPBENCH_OPENAI_TOKEN_FIELD", "none", 1);
+  server_.enqueue(200, fixture("implement_cpp.json"));
+  make_openai_proposer("o3")->propose(request("implement", 1));
+  body = nlohmann::json::parse(server_.requests().at(1).body);
+  EXPECT_FALSE(body.contains("max_completion_tokens"));
+  EXPECT_FALSE(body.contains("max_tokens"));
+}
+
+TEST_F(OpenAiProposerTest, OneFailedCompletionOfTwoKeepsTheOther) {
+  setenv("OPBENCH_OPENAI_RETRIES", "0", 1);
+  server_.enqueue(400, R"({"error":"bad"})");
+  server_.enqueue(200, fixture("implement_cpp.json"));
+  ProposalResponse response = make_openai_proposer("gpt-4o")->propose(request("implement", 2));
+  ASSERT_EQ(response.sources.size(), 1u);
+  ASSERT_EQ(response.failures.size(), 1u);
+  EXPECT_EQ(response.failures[0].kind, "http");
+}
+
+TEST_F(OpenAiProposerTest, AnAnswerOverTheSizeCapIsRefused) {
+  setenv("OPBENCH_OPENAI_MAX_ANSWER_BYTES", "100", 1);
+  server_.enqueue(200, fixture("implement_cpp.json"));
+  try {
+    make_openai_proposer("gpt-4o")->propose(request("implement", 1));
+    FAIL() << "expected a throw";
+  } catch (const ProposerError& e) {
+    EXPECT_EQ(e.kind, "answer_too_large") << e.what();
   }
 }
 
