@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/slurm_flags.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json_io.h"
@@ -35,6 +36,8 @@ Command add_search(CLI::App& root) {
     std::string proposer, out = "results/search", start, context = "full", label, expert = "on";
     SearchOptions search;
     SharedEvalFlags flags;
+    std::string executor = "local";
+    SlurmFlags slurm;
   };
   auto o = std::make_shared<Options>();
   app->add_option("workloads", o->workloads, "Workload ids or unique prefixes")->required();
@@ -54,7 +57,11 @@ Command add_search(CLI::App& root) {
   app->add_option("--max-evals", o->search.max_evals, "Stop after this many new evaluations; run again to resume")->capture_default_str();
   app->add_option("--seed", o->search.seed, "Seed of the requests (menu dropout, proposer sampling)")->capture_default_str();
   add_shared_eval_flags(app, o->flags);
-  return {app, [o] {
+  app->add_option("--executor", o->executor, "local: evaluate here; slurm: each evaluation a Slurm job (docs/cluster.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))->capture_default_str();
+  std::set<const CLI::Option*> slurm_options;
+  add_slurm_flags(app, o->slurm, &slurm_options);
+  return {app, [o, app] {
             Registry registry(Registry::default_root());
             std::vector<const WorkloadSpec*> specs;
             for (const auto& w : o->workloads) specs.push_back(&registry.find(w));
@@ -68,6 +75,7 @@ Command add_search(CLI::App& root) {
             options.start = o->start;
             options.context = o->context == "full";
             options.compare_expert = o->expert == "on";
+            if (o->executor == "slurm") options.evaluator = slurm_search_evaluator(app, o->slurm, options.out_dir);
             std::filesystem::create_directories(options.out_dir);
             nlohmann::json run = {{"schema", "opbench.search.run"},
                                   {"version", 1},
@@ -80,7 +88,13 @@ Command add_search(CLI::App& root) {
                                   {"workloads", nlohmann::json::array()}};
             bool complete = true;
             for (const WorkloadSpec* spec : specs) {
-              SearchSummary s = beam_search(*spec, *proposer, *target, options, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+              SearchSummary s;
+              try {
+                s = beam_search(*spec, *proposer, *target, options, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+              } catch (const ClusterJobsFailed& e) {
+                fmt::print(stderr, "opbench search: {}\n", e.what());
+                return 1;
+              }
               print_search_summary(s);
               run["workloads"].push_back(s.to_json());
               complete = complete && s.stop_reason.find("--max-evals") == std::string::npos;

@@ -55,6 +55,24 @@ std::set<std::string> shared_eval_option_names() {
   return names;
 }
 
+BatchEvaluator slurm_search_evaluator(const CLI::App* search, const SlurmFlags& flags, const std::filesystem::path& out) {
+  SlurmEvaluatorOptions o;
+  o.dir = std::filesystem::absolute(out / "slurm").lexically_normal();
+  o.opbench = std::filesystem::canonical("/proc/self/exe");
+  const std::set<std::string> eval_names = shared_eval_option_names();
+  o.eval_args = given_options_as_args(search, [&](const CLI::Option* opt) {
+    for (const auto& l : opt->get_lnames())
+      if (eval_names.count("--" + l)) return true;
+    return false;
+  });
+  if (search->get_option("--threads")->count() == 0) o.eval_args.insert(o.eval_args.end(), {"--threads", std::to_string(flags.settings.cpus_per_task)});
+  o.settings = flags.settings;
+  o.poll_seconds = flags.poll_seconds;
+  o.retries = flags.retries;
+  o.progress = [](const std::string& line) { fmt::print(stderr, "opbench slurm: {}\n", line); };
+  return slurm_evaluator(std::move(o));
+}
+
 Command add_slurm(CLI::App& root) {
   auto* slurm = root.add_subcommand("slurm", "Run on a Slurm cluster: shards as array jobs, merged when done");
   slurm->require_subcommand(1);

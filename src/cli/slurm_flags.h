@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cluster/sbatch_script.h"
+#include "cluster/slurm_evaluator.h"
 
 namespace opbench::cli {
 
@@ -30,5 +31,10 @@ std::vector<std::string> given_options_as_args(const CLI::App* app, const std::f
 
 // The names ("--size", ...) of the options add_shared_eval_flags registers.
 std::set<std::string> shared_eval_option_names();
+
+// The evaluator of `opbench search --executor slurm`: every evaluation an `opbench eval` array task
+// with the search's own evaluation options (and --threads from --cpus-per-task unless given); batches,
+// scripts, logs and results under OUT/slurm.
+BatchEvaluator slurm_search_evaluator(const CLI::App* search, const SlurmFlags& flags, const std::filesystem::path& out);
 
 }  // namespace opbench::cli

@@ -96,7 +96,7 @@ class SlurmBatches {
           std::vector<std::string> lines;
           for (int i : to_submit)
             lines.push_back(fmt::format("{} ({})", impls[i].source.filename().string(), states.count(i) ? states[i].state : std::string("no state")));
-          throw std::runtime_error(fmt::format(
+          throw ClusterJobsFailed(fmt::format(
               "{} Slurm task(s) ended without a result: {}; logs in {}. Nothing of this step was recorded: run the same command "
               "again to resubmit only these",
               to_submit.size(), fmt::join(lines, ", "), (batch / "logs").string()));

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,12 @@
 #include "harness/evaluate.h"
 
 namespace opbench {
+
+// Tasks ended without results (failed, cancelled, timed out): the search stops, recording nothing of
+// the step; the same command resumes it.
+struct ClusterJobsFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // Candidates in, one result per candidate out, in order: the same shape as the search's evaluator.
 using BatchEvaluator = std::function<std::vector<Result>(const WorkloadSpec& spec, const std::vector<Implementation>& candidates)>;

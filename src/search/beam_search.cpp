@@ -85,6 +85,9 @@ class Search {
   void load();
   void save();
   void log(const json& event);
+  Result measure(const Implementation& impl) {
+    return o_.evaluator ? o_.evaluator(spec_, {impl}).at(0) : evaluate(spec_, impl, target_, o_.eval);
+  }
   ProposalResponse ask(ProposalRequest request);
   // Evaluates a source unless an equal one was; nullptr for a duplicate within this search step.
   const Candidate* evaluate_source(const std::string& source, const std::string& phase, const std::string& parent, int iteration,
@@ -197,7 +200,7 @@ const Candidate* Search::evaluate_source(const std::string& source, const std::s
   const auto file = dir_ / "candidates" / (key.substr(0, 16) + ".cpp");
   write_text_atomic(file, source);
   say(fmt::format("evaluating {} ({}, iteration {})", file.filename().string(), phase, iteration));
-  Result r = evaluate(spec_, Implementation{"candidate", file, {}}, target_, o_.eval);
+  Result r = measure(Implementation{"candidate", file, {}});
   write_text_atomic(dir_ / "candidates" / (key.substr(0, 16) + ".json"), to_json(r).dump(2));
   Candidate c;
   c.key = key;
@@ -315,7 +318,7 @@ SearchSummary Search::run() {
   try {
     if (o_.compare_expert && spec_.has_implementation("expert") && expert_.is_null()) {
       say("evaluating the expert (for the share-of-expert figure)");
-      Result r = evaluate(spec_, builtin_implementation(spec_, "expert"), target_, o_.eval);
+      Result r = measure(builtin_implementation(spec_, "expert"));
       expert_ = {{"status", std::string(status_name(r.status))}, {"speedup", r.speedup ? r.speedup->vs_baseline : 0.0},
                  {"eval_s", r.eval_s}};
       save();

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +34,9 @@ struct SearchOptions {
   int max_evals = 0;            // stop after this many new evaluations in this invocation (0: no limit)
   uint64_t seed = 1;
   EvalOptions eval;
+  // Where candidates are measured: candidates in, one result each out, in order. Empty: here, with
+  // `eval`. (`--executor slurm` puts src/cluster/slurm_evaluator.h here.)
+  std::function<std::vector<Result>(const WorkloadSpec&, const std::vector<Implementation>&)> evaluator;
 };
 
 struct SearchSummary {

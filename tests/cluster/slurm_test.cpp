@@ -119,5 +119,49 @@ TEST_F(SlurmCluster, ACancelledShardIsResubmittedAloneAndTheRunFinishes) {
   fs::remove_all(dir);
 }
 
+
+// The search of tests/e2e/search_test.cpp (scripted proposer, 8p at a small shape, 2 iterations), its
+// evaluations run as Slurm jobs. First with every task failing (the nodes cannot find the suite):
+// the search stops, records no evaluation, and says how to resume; then the same search resumes
+// and finds what the local one finds.
+TEST_F(SlurmCluster, AScriptedSearchEvaluatesAsSlurmJobs) {
+  auto out = scratch_dir("slurm-search");
+  const std::string proposer = std::string("cmd:") + SCRIPTED_PROPOSER + " " + (source_dir() / "tests/proposers/gemm_script").string();
+  const std::vector<std::string> search = {"search", "8p_GEMM", "--proposer", proposer, "--size", "test", "--set", "M=128", "--set", "K=256",
+                                           "--set", "N=128", "--max-time", "0.5", "--iterations", "2", "--beam-width", "2", "--plans", "3",
+                                           "--impls", "1", "--expert", "off", "--threads", "1", "--out", out.string(),
+                                           "--executor", "slurm", "--poll", "0.5"};
+  CliRun broken = run_cli(args(search, {"--sbatch-arg=--export=ALL,OPBENCH_WORKLOADS=/nonexistent"}), 600);
+  EXPECT_EQ(broken.exit_code, 1) << broken.output;
+  EXPECT_NE(broken.output.find("ended without a result"), std::string::npos) << broken.output;
+  if (fs::exists(out / "8p_GEMM" / "state.json"))
+    EXPECT_TRUE(read_json(out / "8p_GEMM" / "state.json")["evaluated"].empty()) << "a failed task recorded as a candidate";
+
+  CliRun run = run_cli(search, 900);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json s = read_json(out / "run.json")["workloads"][0];
+  // The same candidates as the local search: the naive translation, the one that does not compile,
+  // its repair, the blocked kernel, the wrong one.
+  EXPECT_EQ(s["evaluated"], 5) << s.dump(2);
+  EXPECT_EQ(s["correct"], 3) << s.dump(2);
+  EXPECT_EQ(s["built"], 4) << s.dump(2);
+  EXPECT_EQ(s["iterations_done"], 2) << s.dump(2);
+  EXPECT_EQ(read_file(s["best_source"].get<std::string>()), read_file(source_dir() / "examples/8p_GEMM/blocked_avx2.cpp"));
+  // Every evaluation went through Slurm: a batch folder per step with its jobs, logs and results.
+  size_t results = 0, resubmitted = 0;
+  for (const auto& batch : fs::directory_iterator(out / "slurm" / "batches")) {
+    nlohmann::json jobs = read_json(batch.path() / "jobs.json");
+    EXPECT_FALSE(jobs.empty()) << batch.path();
+    resubmitted += jobs.size() > 1;
+    for (const auto& f : fs::directory_iterator(batch.path())) {
+      const std::string name = f.path().filename().string();
+      results += name.size() > 5 && name.substr(name.size() - 5) == ".json" && name != "jobs.json";
+    }
+  }
+  EXPECT_EQ(results, 5u);
+  EXPECT_EQ(resubmitted, 1u) << "the batch whose task failed is resubmitted once";
+  fs::remove_all(out);
+}
+
 }  // namespace
 }  // namespace opbench::testing
