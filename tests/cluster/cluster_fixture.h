@@ -15,7 +15,8 @@ inline std::string evaluation_of(const nlohmann::json& result) {
 // evaluation -> status, from a run folder's results.json.
 inline std::map<std::string, std::string> statuses(const std::filesystem::path& run_dir) {
   std::map<std::string, std::string> out;
-  for (const auto& r : read_json(run_dir / "results.json")["results"]) out[evaluation_of(r)] = r["status"];
+  const nlohmann::json doc = read_json(run_dir / "results.json");  // kept: a temporary would die before the loop
+  for (const auto& r : doc["results"]) out[evaluation_of(r)] = r["status"];
   return out;
 }
 

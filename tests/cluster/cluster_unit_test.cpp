@@ -183,7 +183,7 @@ TEST_F(Merge, RefusesRunsThatAreNotComparable) {
                           {"target", FakeRun{.target = "cuda"}, "target: cpu vs cuda"},
                           {"isa", FakeRun{.isa = "x86-64-v4"}, "ISA level: x86-64-v3 vs x86-64-v4"},
                           {"cpu", FakeRun{.cpu = "Other CPU"}, "CPU model"},
-                          {"cpus", FakeRun{.cpus = 64}, "usable CPUs: 2 vs 64"}};
+                          {"cpus", FakeRun{.cpus = 64}, "(usable CPUs): 2 vs 64"}};
   for (auto& c : cases) {
     c.run.evaluations = {{"12p_RMSNorm", "baseline"}};
     c.run.write(dir(c.name));

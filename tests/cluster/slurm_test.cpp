@@ -95,7 +95,8 @@ TEST_F(SlurmCluster, ACancelledShardIsResubmittedAloneAndTheRunFinishes) {
     if (job.empty() && fs::exists(out / "slurm" / "state.json")) job = slurm_state(out)["submissions"][0]["job_id"];
     if (job.empty()) continue;
     ProcessOutcome q = run_process({"squeue", "--noheader", "--array", "--jobs=" + job + "_1", "--format=%T"}, 30s);
-    if (q.output.find("RUNNING") != std::string::npos) {
+    // Running, and opbench in it has begun the shard (its folder exists): cancelled mid-run.
+    if (q.output.find("RUNNING") != std::string::npos && fs::exists(out / "shards" / "1")) {
       ProcessOutcome c = run_process({"scancel", job + "_1"}, 30s);
       ASSERT_TRUE(c.ok()) << c.output;
       cancelled = true;
