@@ -4,14 +4,18 @@
 // harness_error. results.json is rewritten atomically after each evaluation, so a run that is
 // killed keeps everything it finished. Exit 0: every entry correct; 1: some implementation was not
 // correct; 3: some entry is a harness error (or the results could not be written).
+#include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <fstream>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "core/utf8.h"
+#include "cluster/run_identity.h"
+#include "cluster/shard.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "core/json_io.h"
 #include "core/machine.h"
 #include "harness/evaluate.h"
@@ -59,24 +63,49 @@ Result harness_error_result(const std::string& workload, const std::string& kind
 
 }  // namespace
 
+void add_run_flags(CLI::App* app, RunFlags& f) {
+  app->add_option("--workloads", f.workloads, "Comma-separated ids, prefixes or globs (default: all)");
+  app->add_option("--impl", f.impls, "Comma-separated built-in implementations: reference, baseline, expert")->capture_default_str();
+  app->add_option("--out", f.out, "Folder for the JSON results (default: results/<timestamp>)");
+  app->add_option("--shard", f.shard, "Run only shard I of N (0 <= I < N) of the evaluations, e.g. 0/4; `opbench merge` joins the shards");
+  add_shared_eval_flags(app, f.flags);
+}
+
+std::vector<RunJob> plan_run(const Registry& registry, const RunFlags& f, std::vector<std::string>* skipped) {
+  auto workloads = registry.select(f.workloads);
+  auto impls = split_list(f.impls);
+  for (const auto& kind : impls)
+    if (kind != "reference" && kind != "baseline" && kind != "expert")
+      throw UsageError(fmt::format("unknown implementation '{}' in --impl (use reference, baseline, expert)", kind));
+  std::vector<RunJob> jobs;
+  for (const auto* w : workloads)
+    for (const auto& kind : impls) {
+      if (w->has_implementation(kind)) jobs.push_back({w, kind});
+      else if (skipped) skipped->push_back(fmt::format("{} has no {}", w->id, kind));
+    }
+  // A shard is a set of positions in a canonical order: suite order, then implementation name,
+  // whatever order the options named them in, so every shard of a run computes the same partition.
+  // The run itself keeps the order the user asked for.
+  auto position = [&](const WorkloadSpec* w) { return w - registry.all().data(); };
+  std::vector<size_t> order(jobs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::pair(position(jobs[a].spec), jobs[a].kind) < std::pair(position(jobs[b].spec), jobs[b].kind);
+  });
+  for (size_t rank = 0; rank < order.size(); ++rank) jobs[order[rank]].canonical_position = rank;
+  return jobs;
+}
+
 Command add_run(CLI::App& root) {
   auto* app = root.add_subcommand("run", "Evaluate implementations of many workloads and print a scoreboard");
-  struct Options {
-    std::string workloads = "all", impls = "baseline", out;
-    SharedEvalFlags flags;
-  };
-  auto o = std::make_shared<Options>();
-  app->add_option("--workloads", o->workloads, "Comma-separated ids, prefixes or globs (default: all)");
-  app->add_option("--impl", o->impls, "Comma-separated built-in implementations: reference, baseline, expert")->capture_default_str();
-  app->add_option("--out", o->out, "Folder for the JSON results (default: results/<timestamp>)");
-  add_shared_eval_flags(app, o->flags);
+  auto o = std::make_shared<RunFlags>();
+  add_run_flags(app, *o);
   return {app, [o] {
             Registry registry(Registry::default_root());
-            auto workloads = registry.select(o->workloads);
+            const Shard shard = o->shard.empty() ? Shard{} : parse_shard(o->shard);
+            std::vector<std::string> skipped;
+            std::vector<RunJob> all_jobs = plan_run(registry, *o, &skipped);
             auto impls = split_list(o->impls);
-            for (const auto& kind : impls)
-              if (kind != "reference" && kind != "baseline" && kind != "expert")
-                throw UsageError(fmt::format("unknown implementation '{}' in --impl (use reference, baseline, expert)", kind));
             const std::filesystem::path out_dir = o->out.empty() ? default_out_dir() : o->out;
             std::error_code ec;
             std::filesystem::create_directories(out_dir, ec);
@@ -84,30 +113,26 @@ Command add_run(CLI::App& root) {
             auto target = make_target(o->flags.target);
             EvalOptions options = make_eval_options(o->flags);
 
-            struct Job {
-              const WorkloadSpec* spec;
-              std::string kind;
-            };
+            using Job = RunJob;
             std::vector<Job> jobs;
-            std::vector<std::string> skipped;
-            for (const auto* w : workloads)
-              for (const auto& kind : impls) {
-                if (w->has_implementation(kind)) jobs.push_back({w, kind});
-                else skipped.push_back(fmt::format("{} has no {}", w->id, kind));
-              }
+            for (const auto& job : all_jobs)
+              if (shard.contains(job.canonical_position)) jobs.push_back(job);
+            if (!shard.whole())
+              fmt::print(stderr, "opbench run: shard {} holds {} of the {} evaluations\n", shard.to_string(), jobs.size(), all_jobs.size());
+            fmt::print(stderr, "opbench run: {} evaluations, size {}, {} thread(s), results in {}\n", jobs.size(), options.size,
+                       options.threads > 0 ? options.threads : default_thread_count(), out_dir.string());
+            std::unique_ptr<ResultStore> store;
+            if (std::find(impls.begin(), impls.end(), "expert") != impls.end()) store = std::make_unique<ResultStore>(ResultStore::default_path());
             const int threads = options.threads > 0 ? options.threads : default_thread_count();
             std::vector<Result> results;
             // Workloads whose spec does not load were attempted too: they are entries, not omissions.
-            for (const BrokenWorkload* b : registry.select_broken(o->workloads))
-              for (const auto& kind : impls)
-                results.push_back(harness_error_result(b->id, kind, (b->dir / (kind + ".cpp")).string(), options, o->flags.target, threads,
-                                                       "the workload's spec does not load: " + b->reason));
-            const size_t planned = jobs.size() + results.size();  // every entry the finished run will have
-            fmt::print(stderr, "opbench run: {} evaluations, size {}, {} thread(s), results in {}\n", jobs.size(), options.size, threads,
-                       out_dir.string());
+            if (shard.whole())
+              for (const BrokenWorkload* bw : registry.select_broken(o->workloads))
+                for (const auto& kind : impls)
+                  results.push_back(harness_error_result(bw->id, kind, (bw->dir / (kind + ".cpp")).string(), options, o->flags.target,
+                                                         threads, "the workload's spec does not load: " + bw->reason));
+            const size_t planned = jobs.size() + results.size();
             for (const auto& r : results) fmt::print(stderr, "{} {}: harness error: {}\n", r.workload, r.impl.kind, r.message);
-            std::unique_ptr<ResultStore> store;
-            if (std::find(impls.begin(), impls.end(), "expert") != impls.end()) store = std::make_unique<ResultStore>(ResultStore::default_path());
             const auto start = std::chrono::steady_clock::now();
             const nlohmann::json machine = to_json(machine_info());
             // The whole run's document, rewritten after every evaluation (atomically: a reader or a
@@ -116,6 +141,7 @@ Command add_run(CLI::App& root) {
               const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
               nlohmann::json all = stamp_schema({{"size", options.size},
                                                  {"target", o->flags.target},
+                                                 {"isa_level", machine_isa_level()},
                                                  {"seconds", seconds},
                                                  {"complete", complete},
                                                  {"planned", planned},
@@ -124,6 +150,12 @@ Command add_run(CLI::App& root) {
                                                  {"results", nlohmann::json::array()}},
                                                 "opbench.run");
               for (const auto& r : results) all["results"].push_back(to_json(r));
+              if (!shard.whole()) {
+                // What this shard was given, so `opbench merge` can tell a complete set of shards.
+                nlohmann::json names = nlohmann::json::array();
+                for (const auto& job : jobs) names.push_back(evaluation_name(job.spec->id, job.kind));
+                all["shard"] = {{"index", shard.index}, {"count", shard.count}, {"evaluations", names}};
+              }
               write_json_atomic(out_dir / "results.json", all);
             };
             // Written before anything runs, so an --out that cannot be written fails now, not after an hour.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/slurm_flags.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json_io.h"
@@ -41,6 +42,8 @@ Command add_search(CLI::App& root) {
     std::string proposer, out = "results/search", start, context = "full", label, expert = "on";
     SearchOptions search;
     SharedEvalFlags flags;
+    std::string executor = "local";
+    SlurmFlags slurm;
   };
   auto o = std::make_shared<Options>();
   app->add_option("workloads", o->workloads, "Workload ids or unique prefixes")->required();
@@ -62,7 +65,11 @@ Command add_search(CLI::App& root) {
   app->add_option("--max-source-bytes", o->search.max_source_bytes, "Largest candidate source accepted; a larger one is a counted failure")
       ->check(CLI::PositiveNumber)->capture_default_str();
   add_shared_eval_flags(app, o->flags);
-  return {app, [o] {
+  app->add_option("--executor", o->executor, "local: evaluate here; slurm: each evaluation a Slurm job (docs/cluster.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))->capture_default_str();
+  std::set<const CLI::Option*> slurm_options;
+  add_slurm_flags(app, o->slurm, &slurm_options);
+  return {app, [o, app] {
             Registry registry(Registry::default_root());
             std::vector<const WorkloadSpec*> specs;
             for (const auto& w : o->workloads) specs.push_back(&registry.find(w));
@@ -78,6 +85,7 @@ Command add_search(CLI::App& root) {
             options.start = o->start;
             options.context = o->context == "full";
             options.compare_expert = o->expert == "on";
+            if (o->executor == "slurm") options.evaluator = slurm_search_evaluator(app, o->slurm, options.out_dir);
             std::filesystem::create_directories(options.out_dir);
             nlohmann::json run = {{"label", o->label.empty() ? proposer->name() : o->label},
                                   {"proposer", proposer->name()},
@@ -88,7 +96,13 @@ Command add_search(CLI::App& root) {
                                   {"workloads", nlohmann::json::array()}};
             bool complete = true, agent_failed = false;
             for (const WorkloadSpec* spec : specs) {
-              SearchSummary s = beam_search(*spec, *proposer, *target, options, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+              SearchSummary s;
+              try {
+                s = beam_search(*spec, *proposer, *target, options, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+              } catch (const ClusterJobsFailed& e) {
+                fmt::print(stderr, "opbench search: {}\n", e.what());
+                return 1;
+              }
               print_search_summary(s);
               run["workloads"].push_back(s.to_json());
               complete = complete && !s.budget_stopped;

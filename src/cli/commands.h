@@ -29,6 +29,8 @@ Command add_tune(CLI::App& root);
 Command add_prompt(CLI::App& root);
 Command add_search(CLI::App& root);
 Command add_leaderboard(CLI::App& root);
+Command add_merge(CLI::App& root);
+Command add_slurm(CLI::App& root);
 
 // Parses "--set M=256" values into a symbol table; throws UsageError on a malformed one.
 SymbolTable parse_overrides(const std::vector<std::string>& assignments);
@@ -83,5 +85,32 @@ struct SharedEvalFlags {
 };
 void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& flags);
 opbench::EvalOptions make_eval_options(const SharedEvalFlags& flags);
+
+}  // namespace opbench::cli
+
+namespace opbench {
+class Registry;
+struct WorkloadSpec;
+}  // namespace opbench
+
+namespace opbench::cli {
+
+// The options of `opbench run`, shared with `opbench slurm run` (which passes them on to the run of
+// each shard).
+struct RunFlags {
+  std::string workloads = "all", impls = "baseline", out, shard;
+  SharedEvalFlags flags;
+};
+void add_run_flags(CLI::App* app, RunFlags& flags);
+
+// One evaluation of a run. canonical_position: its place in the order shards partition.
+struct RunJob {
+  const WorkloadSpec* spec = nullptr;
+  std::string kind;
+  size_t canonical_position = 0;
+};
+// Every evaluation the flags select (the shard option aside), in the order the user named them;
+// `skipped` gets the workload/implementation pairs that do not exist.
+std::vector<RunJob> plan_run(const Registry& registry, const RunFlags& flags, std::vector<std::string>* skipped);
 
 }  // namespace opbench::cli
