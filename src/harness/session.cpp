@@ -54,7 +54,10 @@ constexpr double kRooflineUntrustedShare = 0.5;
 // CPU time above threads x wall by this factor means the kernel ran more threads than it was given.
 constexpr double kThreadOveruse = 1.25;
 
-Status status_of(const BatchOutcome& b) { return b.kind == BatchOutcome::Kind::timed_out ? Status::timeout : Status::runtime_error; }
+Status status_of(const BatchOutcome& b) {
+  if (b.kind == BatchOutcome::Kind::untrusted) return Status::untrusted;  // i11: a worker that would not freeze
+  return b.kind == BatchOutcome::Kind::timed_out ? Status::timeout : Status::runtime_error;
+}
 
 double to_seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -310,6 +313,7 @@ bool EvaluationSession::launch() {
   if (!candidate_launch_.runner) {
     const Status s = candidate_launch_.failure == LaunchOutcome::Failure::rejected    ? Status::rejected
                      : candidate_launch_.failure == LaunchOutcome::Failure::timed_out ? Status::timeout
+                     : candidate_launch_.failure == LaunchOutcome::Failure::untrusted ? Status::untrusted  // i11
                                                                                       : Status::runtime_error;
     return finish(s, candidate_launch_.reason);
   }
