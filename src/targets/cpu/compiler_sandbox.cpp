@@ -1,5 +1,6 @@
 #include "targets/cpu/compiler_sandbox.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -149,6 +150,9 @@ ProcessOutcome run_compiler_confined(const std::vector<std::string>& argv, const
                "--dir", fs::current_path().string()};
     for (const auto& path : jail.readable)
       if (fs::exists(path)) command.insert(command.end(), {"--ro-bind", fs::absolute(path).string(), fs::absolute(path).string()});
+    // Debian's compiler names (c++, cc, the default toolchain) are symlinks through /etc/alternatives:
+    // only symlinks, nothing of the user's.
+    if (fs::is_directory("/etc/alternatives")) command.insert(command.end(), {"--ro-bind", "/etc/alternatives", "/etc/alternatives"});
     command.insert(command.end(), {"--bind", scratch.string(), scratch.string(), "--chdir", fs::current_path().string(), "--"});
     confinement = "compiler sandbox: bwrap (only /usr, the source, its local headers and include/opbench visible)";
   } else {

@@ -98,6 +98,15 @@ WorkerClient::~WorkerClient() {
 LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, const std::filesystem::path& kernel,
                                   SharedArena& inputs, SharedArena& outputs, const LaunchOptions& options) {
   LaunchOutcome outcome;
+  // The libraries the kernel loads decide its file view and whether it may make code at run time.
+  std::vector<std::string> libraries;
+  try {
+    libraries = shared_libraries_of(kernel);
+  } catch (const std::exception& e) {
+    outcome.failure = LaunchOutcome::Failure::rejected;
+    outcome.reason = e.what();
+    return outcome;
+  }
   std::unique_ptr<WorkerClient> client(new WorkerClient());
   int to_worker[2], from_worker[2];
   if (pipe2(to_worker, O_CLOEXEC) != 0 || pipe2(from_worker, O_CLOEXEC) != 0)
@@ -114,15 +123,6 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
   client->in_bwrap_ = namespaces;
   client->freeze_ = options.sandbox;
   client->sandbox_ = cpu::describe_sandbox(options.sandbox ? SandboxMode::on : SandboxMode::off);
-  // The libraries the kernel loads decide its file view and whether it may make code at run time.
-  std::vector<std::string> libraries;
-  try {
-    libraries = shared_libraries_of(kernel);
-  } catch (const std::exception& e) {
-    outcome.failure = LaunchOutcome::Failure::rejected;
-    outcome.reason = e.what();
-    return outcome;
-  }
   // A candidate (no vendor library: the import check saw to that) may not make anything executable
   // once loaded; a baseline's oneDNN makes its code at run time.
   const bool deny_exec_after_load = options.sandbox && !needs_vendor_library(libraries);
@@ -345,6 +345,11 @@ std::optional<BatchOutcome> WorkerClient::freeze_idle(const std::string& context
   if (!freeze_) return std::nullopt;
   std::string why = freezer_.freeze();
   if (why.empty()) return std::nullopt;
+  // A worker that is gone (or a zombie) was not refusing to stop: it died; say of what.
+  siginfo_t exited{};
+  const bool parent_exited = waitid(P_PID, id_t(pid_), &exited, WEXITED | WNOHANG | WNOWAIT) == 0 && exited.si_pid == pid_;
+  if (kill(worker_pid_, 0) != 0 || parent_exited || !std::filesystem::exists(fmt::format("/proc/{}/task", worker_pid_)))
+    return finish_dead(BatchOutcome::Kind::crashed, context);
   BatchOutcome dead = finish_dead(BatchOutcome::Kind::untrusted, context);
   dead.detail = fmt::format("{} {}: {}; it is not trusted to run unwatched and was ended", who(), context, why);
   dead_ = dead;
@@ -395,12 +400,6 @@ BatchOutcome WorkerClient::request(json message, std::chrono::milliseconds timeo
     return finish_dead(BatchOutcome::Kind::timed_out, fmt::format("within the {:.1f} s limit for {}", timeout.count() / 1000.0, context));
   if (status == ReadStatus::eof) return finish_dead(BatchOutcome::Kind::crashed, "during " + context);
   note_reply();
-  // The window closes when the worker is verified stopped, not at the reply: whatever its threads do
-  // between the reply and the stop is theirs to pay for (a few tens of microseconds, both sides).
-  if (auto failed = freeze_idle("after " + context)) return *failed;
-  const auto stop = std::chrono::steady_clock::now();
-  busy_seconds_ += std::chrono::duration<double>(stop - start).count();
-  out.parent_seconds = std::chrono::duration<double>(stop - start).count();
   *answer = json::parse(line, nullptr, false);
   if (answer->is_discarded() || answer->value("nonce", std::string()) != nonce) {
     BatchOutcome dead = finish_dead(BatchOutcome::Kind::protocol_error, context);
@@ -417,6 +416,12 @@ BatchOutcome WorkerClient::request(json message, std::chrono::milliseconds timeo
     dead_ = dead;
     return dead;
   }
+  // The window closes when the worker is verified stopped, not at the reply: whatever its threads do
+  // between the reply and the stop is theirs to pay for (microseconds on a quiet machine, both sides).
+  if (auto failed = freeze_idle("after " + context)) return *failed;
+  const auto stop = std::chrono::steady_clock::now();
+  busy_seconds_ += std::chrono::duration<double>(stop - start).count();
+  out.parent_seconds = std::chrono::duration<double>(stop - start).count();
   return out;
 }
 
