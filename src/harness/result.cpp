@@ -124,6 +124,9 @@ json to_json(const Result& r) {
                     {"input_sets", g.input_sets},
                     {"roofline_floor_ms", number(g.roofline_floor_ms)},
                     {"worker_cpu_s", number(g.worker_cpu_s)},
+                    {"baseline_worker_cpu_s", number(g.baseline_worker_cpu_s)},
+                    {"cpu_over_threads_wall", number(g.cpu_over_threads_wall)},
+                    {"worker_cpus", g.worker_cpus},
                     {"checks_not_run", g.checks_not_run}};
   j["timestamp"] = r.timestamp;
   j["opbench_version"] = r.opbench_version.empty() ? opbench_version() : r.opbench_version;
@@ -201,6 +204,9 @@ Result result_from_json(const json& j) {
     r.integrity.input_sets = g.value("input_sets", size_t(0));
     r.integrity.roofline_floor_ms = read_number(g, "roofline_floor_ms");
     r.integrity.worker_cpu_s = read_number(g, "worker_cpu_s");
+    r.integrity.baseline_worker_cpu_s = g.contains("baseline_worker_cpu_s") ? read_number(g, "baseline_worker_cpu_s") : -1;
+    r.integrity.cpu_over_threads_wall = g.contains("cpu_over_threads_wall") ? read_number(g, "cpu_over_threads_wall") : -1;
+    r.integrity.worker_cpus = g.value("worker_cpus", 0);
     r.integrity.checks_not_run = g.value("checks_not_run", std::vector<std::string>{});
   }
   r.timestamp = j.value("timestamp", "");

@@ -54,7 +54,10 @@ constexpr double kRooflineUntrustedShare = 0.5;
 // CPU time above threads x wall by this factor means the kernel ran more threads than it was given.
 constexpr double kThreadOveruse = 1.25;
 
-Status status_of(const BatchOutcome& b) { return b.kind == BatchOutcome::Kind::timed_out ? Status::timeout : Status::runtime_error; }
+Status status_of(const BatchOutcome& b) {
+  if (b.kind == BatchOutcome::Kind::untrusted) return Status::untrusted;  // i11: a worker that would not freeze
+  return b.kind == BatchOutcome::Kind::timed_out ? Status::timeout : Status::runtime_error;
+}
 
 double to_seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -310,6 +313,7 @@ bool EvaluationSession::launch() {
   if (!candidate_launch_.runner) {
     const Status s = candidate_launch_.failure == LaunchOutcome::Failure::rejected    ? Status::rejected
                      : candidate_launch_.failure == LaunchOutcome::Failure::timed_out ? Status::timeout
+                     : candidate_launch_.failure == LaunchOutcome::Failure::untrusted ? Status::untrusted  // i11
                                                                                       : Status::runtime_error;
     return finish(s, candidate_launch_.reason);
   }
@@ -320,6 +324,7 @@ bool EvaluationSession::launch() {
   if (!caps.freezes_when_idle) r_.integrity.checks_not_run.push_back("freezing the idle worker (not offered by the target)");
   if (!caps.cpu_time_accounting) r_.integrity.checks_not_run.push_back("thread-use check (no CPU time measured from outside)");
   candidate_cpu_at_launch_ = kernel_->cpu_seconds_total();
+  r_.integrity.worker_cpus = kernel_->cpus_allowed();  // i11
   return true;
 }
 
@@ -525,6 +530,9 @@ void EvaluationSession::verdicts() {
   if (kernel_->capabilities().cpu_time_accounting && candidate_cpu_at_launch_ >= 0) {
     const double cpu = kernel_->cpu_seconds_total() - candidate_cpu_at_launch_;
     r_.integrity.worker_cpu_s = cpu;
+    // i11: the baseline's CPU, and the candidate's CPU against threads x the wall time of its requests.
+    if (baseline_) r_.integrity.baseline_worker_cpu_s = baseline_->cpu_seconds_total();
+    if (const double wall = kernel_->busy_seconds_total(); wall > 0) r_.integrity.cpu_over_threads_wall = cpu / (threads_ * wall);
     const double busy = t.per_call_ms.median * 1e-3 * double(r_.integrity.calls_verified);
     if (busy > 0.05 && cpu > kThreadOveruse * threads_ * busy + 0.05) {
       finish(Status::untrusted, fmt::format("the worker used {:.2f} s of CPU in about {:.2f} s of calls with {} thread(s): it ran more "

@@ -59,7 +59,8 @@ class BufferSet {
 // The outcome of one batch of calls: `calls` consecutive calls of the kernel, call i on set
 // (first_set + i) mod sets, timed as a whole by the parent's clock.
 struct BatchOutcome {
-  enum class Kind { ok, kernel_error, crashed, timed_out, protocol_error };
+  // untrusted: the runner could not verify its own guards (a worker that would not freeze).
+  enum class Kind { ok, kernel_error, crashed, timed_out, protocol_error, untrusted };
   Kind kind = Kind::ok;
   double parent_seconds = 0;  // parent's monotonic clock, request sent to reply received
   double worker_seconds = 0;  // the worker's own clock around the calls: data, not the figure of record
@@ -82,8 +83,9 @@ class KernelRunner {
  public:
   virtual ~KernelRunner() = default;
   virtual RunnerCapabilities capabilities() const = 0;
-  // Makes the tensors of sets first_set.. first_set+calls-1 (mod sets) the only ones the kernel can
-  // touch. run() does it too when needed; calling it first keeps that work out of the timed window.
+  // Kept for the harness's call sites and does nothing on the cpu target: no request may run kernel
+  // code outside a window the parent times, so run() makes the batch's tensors the only ones the
+  // kernel can touch inside its own timed request (both sides pay that small cost).
   virtual BatchOutcome prepare(int first_set, int calls) = 0;
   virtual BatchOutcome run(int first_set, int calls, std::chrono::milliseconds timeout) = 0;
   // CPU seconds the worker used since it sent its last reply (while it should have been idle), or -1
@@ -94,8 +96,15 @@ class KernelRunner {
   // Floating-point operations counted so far by a kernel built with the lint's counter
   // (ob_count_operations); -1 when the kernel has no counter.
   virtual int64_t operation_count() = 0;
-  // CPU seconds the worker has used in all, measured from outside it; -1 without that capability.
+  // CPU seconds the worker has used in all (load, every request, idle), measured from outside it;
+  // -1 without that capability.
   virtual double cpu_seconds_total() { return -1; }
+  // Wall seconds the worker spent inside requests (thawed), as the parent measured them; with
+  // cpu_seconds_total() and the thread count, the CPU it used beyond threads x wall (class 4).
+  virtual double busy_seconds_total() { return -1; }
+  // CPUs the worker may run on (its affinity, set by the parent, unchangeable by the kernel); 0 when
+  // not enforced.
+  virtual int cpus_allowed() const { return 0; }
 };
 
 struct LaunchOptions {
@@ -108,7 +117,8 @@ struct LaunchOptions {
 
 struct LaunchOutcome {
   std::unique_ptr<KernelRunner> runner;  // null on failure
-  enum class Failure { none, rejected, crashed, timed_out } failure = Failure::none;
+  // untrusted: the worker loaded but its guards could not be verified (it would not freeze).
+  enum class Failure { none, rejected, crashed, timed_out, untrusted } failure = Failure::none;
   std::string reason;
 };
 

@@ -16,6 +16,7 @@
 #include "core/hash.h"
 #include "core/process.h"
 #include "targets/cpu/kernel_cache.h"
+#include "targets/cpu/compiler_sandbox.h"
 
 #ifndef OPBENCH_SOURCE_DIR
 #define OPBENCH_SOURCE_DIR "."
@@ -139,7 +140,16 @@ BuildOutcome build_kernel(const BuildRequest& request, const CompilerConfig& con
   std::string command;
   for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
   auto start = std::chrono::steady_clock::now();
-  ProcessOutcome proc = run_process(argv, std::chrono::seconds(180));
+  // The source is untrusted too: the compiler sees only it, its local headers, include/opbench and
+  // the toolchain, under CPU and memory limits (compiler_sandbox.h).
+  CompilerJail jail;
+  jail.readable = local_headers(request.source);
+  jail.readable.push_back(std::filesystem::weakly_canonical(request.source));
+  jail.readable.push_back(config.include_dir / "opbench");
+  for (const auto& f : request.extra_flags)
+    if (std::filesystem::is_regular_file(f)) jail.readable.push_back(std::filesystem::absolute(f));
+  jail.output = temp;
+  ProcessOutcome proc = run_compiler_confined(argv, jail, std::chrono::seconds(180));
   outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   outcome.log = (cache_note.empty() ? "" : "(" + cache_note + ")\n") + "$ " + command + "\n" + proc.output;
   if (proc.timed_out) outcome.log += "\n(compiler killed after 180 s)\n";

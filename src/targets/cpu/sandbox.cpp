@@ -17,10 +17,15 @@ std::string find_bwrap() {
   return {};
 }
 
+std::vector<std::string> namespace_flags(const std::string& bwrap) {
+  return {bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"};
+}
+
+// The probe only asks whether namespaces can be made here, so it may see the whole root.
 std::vector<std::string> common_flags(const std::string& bwrap) {
-  return {bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "--ro-bind", "/", "/",
-          // No /proc at all: nothing of other processes, and no /proc/self/mem to bypass page protections.
-          "--tmpfs", "/proc", "--dev", "/dev", "--size", std::to_string(256 << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"};
+  std::vector<std::string> argv = namespace_flags(bwrap);
+  for (const char* f : {"--ro-bind", "/", "/", "--tmpfs", "/proc", "--dev", "/dev"}) argv.push_back(f);
+  return argv;
 }
 
 NamespaceSupport probe() {
@@ -54,11 +59,21 @@ const NamespaceSupport& namespace_support() {
   return support;
 }
 
-std::vector<std::string> bwrap_command(const std::filesystem::path& worker, const std::filesystem::path& kernel) {
-  std::vector<std::string> argv = common_flags(namespace_support().bwrap);
-  for (const std::string& s : {std::string("--ro-bind"), worker.string(), std::string(kSandboxWorkerPath), std::string("--ro-bind"),
-                               kernel.string(), std::string(kSandboxKernelPath), std::string("--"), std::string(kSandboxWorkerPath)})
-    argv.push_back(s);
+std::vector<std::string> bwrap_command(const std::filesystem::path& worker, const std::filesystem::path& kernel,
+                                       const std::vector<std::string>& libraries) {
+  // An empty root (bwrap's own tmpfs) holding only what the worker needs: no $HOME, no /var/tmp, no
+  // /etc, no project tree, no other kernels, no vendor library a candidate does not link.
+  std::vector<std::string> argv = namespace_flags(namespace_support().bwrap);
+  auto add = [&argv](std::initializer_list<std::string> words) { argv.insert(argv.end(), words); };
+  // No /proc at all: nothing of other processes, and no /proc/self/mem to bypass page protections.
+  add({"--tmpfs", "/proc", "--dev", "/dev", "--size", std::to_string(256 << 20), "--tmpfs", "/tmp"});
+  for (const std::string& library : libraries) add({"--ro-bind", library, library});
+  // The loader's cache only lists where libraries are; the CPU topology lets libgomp and the
+  // vendor libraries size themselves as they do outside. Neither holds anything of the user's.
+  for (const char* path : {"/etc/ld.so.cache", "/sys/devices/system/cpu"})
+    if (std::filesystem::exists(path)) add({"--ro-bind", path, path});
+  add({"--ro-bind", worker.string(), kSandboxWorkerPath, "--ro-bind", kernel.string(), kSandboxKernelPath, "--chdir", "/tmp", "--",
+       kSandboxWorkerPath});
   return argv;
 }
 
@@ -67,8 +82,10 @@ std::string describe_sandbox(SandboxMode mode) {
   const std::string confinement = "seccomp filter, rlimits, no capabilities, not dumpable";
   const NamespaceSupport& ns = namespace_support();
   if (ns.available)
-    return "bwrap+seccomp: own user/pid/net/ipc namespaces, read-only root, private /tmp, no /proc; " + confinement;
-  return fmt::format("seccomp only: {}; namespaces: none ({})", confinement, ns.why_not);
+    return "bwrap+seccomp: own user/pid/net/ipc namespaces, a root holding only the worker's libraries and its kernel, "
+           "private /tmp, no /proc; " + confinement;
+  return fmt::format("seccomp only: {}; namespaces: none ({}); class 5 (host files) not enforced: the worker can read this "
+                     "user's files", confinement, ns.why_not);
 }
 
 }  // namespace opbench::cpu

@@ -26,10 +26,12 @@ const NamespaceSupport& namespace_support();
 inline constexpr const char* kSandboxWorkerPath = "/tmp/opbench/worker";
 inline constexpr const char* kSandboxKernelPath = "/tmp/opbench/kernel.so";
 
-// argv prefix that runs `worker` (bound read-only with `kernel`) in fresh user, pid, network, ipc,
-// uts and cgroup namespaces over a read-only root, with an empty /proc, a minimal /dev and a private
-// size-limited /tmp. The caller appends nothing: the worker takes no arguments.
-std::vector<std::string> bwrap_command(const std::filesystem::path& worker, const std::filesystem::path& kernel);
+// argv that runs `worker` (bound read-only with `kernel`) in fresh user, pid, network, ipc, uts and
+// cgroup namespaces and a new session, over an empty root that holds only `libraries` (the shared
+// libraries of the worker and the kernel, at their own paths), an empty /proc, a minimal /dev and a
+// private size-limited /tmp. The caller appends nothing: the worker takes no arguments.
+std::vector<std::string> bwrap_command(const std::filesystem::path& worker, const std::filesystem::path& kernel,
+                                       const std::vector<std::string>& libraries);
 
 // What a result says about its sandbox, e.g. "bwrap+seccomp: ..." or "seccomp only: namespaces
 // unavailable (...)" or "none (disabled with --sandbox off)".

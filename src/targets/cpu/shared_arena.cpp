@@ -20,7 +20,7 @@ size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 }  // namespace
 
 SharedArena::SharedArena(const std::vector<TensorInstance>& tensors, int sets, const std::string& label)
-    : tensors_(tensors), sets_(sets) {
+    : tensors_(tensors), label_(label), sets_(sets) {
   const size_t page = page_size();
   size_t cursor = page;  // a guard page before the first tensor
   guards_.push_back({0, page});

@@ -29,6 +29,7 @@ class SharedArena final : public BufferSet {
 
   // What a worker needs to map the arena and find its tensors.
   int fd() const { return fd_; }
+  const std::string& label() const { return label_; }
   size_t total_bytes() const { return total_; }
   size_t offset(int set, int tensor) const { return slot(set, tensor).offset; }
   const TensorInstance& tensor(int i) const { return tensors_[size_t(i)]; }
@@ -43,6 +44,7 @@ class SharedArena final : public BufferSet {
   void check(int set, int tensor, size_t bytes) const;
 
   std::vector<TensorInstance> tensors_;
+  std::string label_;
   int sets_ = 0;
   int fd_ = -1;
   size_t total_ = 0;

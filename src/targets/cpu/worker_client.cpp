@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -20,6 +21,7 @@
 #include "core/process.h"
 #include "core/rng.h"
 #include "targets/cpu/sandbox.h"
+#include "targets/cpu/worker_view.h"
 #include "targets/cpu/worker_protocol.h"
 
 extern char** environ;
@@ -67,34 +69,11 @@ double clock_seconds(clockid_t clock) {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
-// The worker's environment: the parent's, with the thread count pinned and OpenMP's idle spinning
-// kept short. Two workers (baseline and candidate) take turns on the same cores; libgomp's default
-// spin (~300k iterations, milliseconds) would let the idle one steal the first part of the other's
-// batch.
-std::vector<std::string> worker_environment(int threads) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string var = *e;
-    if (var.rfind("OMP_NUM_THREADS=", 0) == 0 || var.rfind("OPENBLAS_NUM_THREADS=", 0) == 0 ||
-        var.rfind("GOMP_SPINCOUNT=", 0) == 0 || var.rfind("OPENBLAS_CORETYPE=", 0) == 0 ||
-        var.rfind("ONEDNN_MAX_CPU_ISA=", 0) == 0)
-      continue;
-    env.push_back(var);
-  }
-  // One instruction set for everything timed: kernels are built for x86-64-v3 (AVX2 + FMA), so the
-  // vendor libraries of the baselines run their AVX2 code paths too.
-  env.push_back("OPENBLAS_CORETYPE=Haswell");
-  env.push_back("ONEDNN_MAX_CPU_ISA=AVX2");
-  env.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
-  env.push_back(fmt::format("OPENBLAS_NUM_THREADS={}", threads));
-  env.push_back("GOMP_SPINCOUNT=1000");
-  return env;
-}
-
 }  // namespace
 
 WorkerClient::~WorkerClient() {
   if (pid_ > 0 && !dead_) {
+    freezer_.thaw();
     send(R"({"op":"quit"})");
     // Give it a moment to leave on its own, then make sure.
     for (int i = 0; i < 50; ++i) {
@@ -110,6 +89,7 @@ WorkerClient::~WorkerClient() {
     } else if (group_ > 0) {
       kill(-group_, SIGKILL);  // whatever the kernel left behind in the worker's process group
     }
+    if (worker_pid_ > 0 && worker_pid_ != pid_) kill(worker_pid_, SIGKILL);
   }
   for (int fd : {command_fd_, reply_fd_, log_fd_})
     if (fd >= 0) close(fd);
@@ -118,21 +98,50 @@ WorkerClient::~WorkerClient() {
 LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, const std::filesystem::path& kernel,
                                   SharedArena& inputs, SharedArena& outputs, const LaunchOptions& options) {
   LaunchOutcome outcome;
+  // The libraries the kernel loads decide its file view and whether it may make code at run time.
+  std::vector<std::string> libraries;
+  try {
+    libraries = shared_libraries_of(kernel);
+  } catch (const std::exception& e) {
+    outcome.failure = LaunchOutcome::Failure::rejected;
+    outcome.reason = e.what();
+    return outcome;
+  }
   std::unique_ptr<WorkerClient> client(new WorkerClient());
   int to_worker[2], from_worker[2];
   if (pipe2(to_worker, O_CLOEXEC) != 0 || pipe2(from_worker, O_CLOEXEC) != 0)
     throw std::runtime_error(fmt::format("pipe2 failed: {}", strerror(errno)));
   client->log_fd_ = memfd_create("opbench-worker-log", MFD_CLOEXEC);
 
-  std::vector<std::string> env_strings = worker_environment(options.threads);
+  client->role_ = outputs.label().substr(0, outputs.label().find('-'));
+  // Unconfined (the ablation) keeps the parent's environment, with the thread count pinned.
+  std::vector<std::string> env_strings = worker_environment(options.threads, environ, options.sandbox);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   const bool namespaces = options.sandbox && namespace_support().available;
   client->in_bwrap_ = namespaces;
+  client->freeze_ = options.sandbox;
   client->sandbox_ = cpu::describe_sandbox(options.sandbox ? SandboxMode::on : SandboxMode::off);
+  // A candidate (no vendor library: the import check saw to that) may not make anything executable
+  // once loaded; a baseline's oneDNN makes its code at run time.
+  const bool deny_exec_after_load = options.sandbox && !needs_vendor_library(libraries);
+  std::vector<std::string> view = shared_libraries_of(worker_program);
+  for (const auto& l : libraries)
+    if (std::find(view.begin(), view.end(), l) == view.end()) view.push_back(l);
   std::vector<std::string> argv_strings =
-      namespaces ? bwrap_command(worker_program, kernel) : std::vector<std::string>{worker_program.string()};
+      namespaces ? bwrap_command(worker_program, kernel, view) : std::vector<std::string>{worker_program.string()};
+  // num_threads is enforced by affinity: the worker (and every thread it starts) may run on exactly
+  // `threads` CPUs; the seccomp filter refuses sched_setaffinity, so the kernel cannot widen it.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  std::string cpu_list;
+  if (options.sandbox) {
+    if (std::string e = choose_cpus(options.threads, &cpus, &cpu_list); !e.empty())
+      throw std::runtime_error("cannot choose the worker's CPUs: " + e);
+    client->cpus_allowed_ = CPU_COUNT(&cpus);
+  }
+  const bool pin = options.sandbox;
   std::vector<char*> argv;
   for (auto& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -151,6 +160,7 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent_pid) _exit(120);
+    if (pin && sched_setaffinity(0, sizeof cpus, &cpus) != 0) _exit(119);
     int high[6];
     for (int i = 0; i < 6; ++i) high[i] = fcntl(sources[i], F_DUPFD_CLOEXEC, 100);
     for (int i = 0; i < 6; ++i) dup2(high[i], i + 1);  // dup2 clears FD_CLOEXEC on the target
@@ -186,7 +196,8 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
                        // at 256 threads is not killed by SIGXCPU and reported as a crash.
                        {"cpu_seconds", options.cpu_limit_seconds ? options.cpu_limit_seconds : 3600ull * uint64_t(std::max(1, options.threads))},
                        {"open_files", 64},
-                       {"deny_file_writes", !namespaces}};
+                       {"deny_file_writes", !namespaces},
+                       {"deny_exec_after_load", deny_exec_after_load}};
   }
   json in_sets = json::array(), out_sets = json::array();
   for (int s = 0; s < inputs.sets(); ++s) {
@@ -228,7 +239,27 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
   }
   if (answer.contains("confine_error"))
     client->sandbox_ = "none (the worker could not confine itself: " + answer["confine_error"].get<std::string>() + ")";
+  client->worker_pid_ = deepest_child(client->pid_);
   client->note_reply();
+  if (client->freeze_) {
+    // From here on the worker runs only inside requests the parent times.
+    client->freezer_ = ProcessFreezer(client->worker_pid_);
+    std::string why;
+    if (!affinity_is(client->worker_pid_, cpus, &why)) {
+      client->finish_dead(BatchOutcome::Kind::untrusted, "after loading");
+      outcome.failure = LaunchOutcome::Failure::untrusted;
+      outcome.reason = "the worker's CPU affinity is not the one the parent set: " + why;
+      return outcome;
+    }
+    if (auto failed = client->freeze_idle("after loading the kernel")) {
+      outcome.failure = LaunchOutcome::Failure::untrusted;
+      outcome.reason = failed->detail;
+      return outcome;
+    }
+    client->sandbox_ += fmt::format("; frozen between requests (SIGSTOP, every thread verified stopped in /proc; no cgroup "
+                                    "freezer); pinned to CPU(s) {}; environment cut to an allow-list{}",
+                                    cpu_list, deny_exec_after_load ? "; no executable mappings after load" : "");
+  }
   outcome.runner = std::move(client);
   return outcome;
 }
@@ -273,7 +304,11 @@ WorkerClient::ReadStatus WorkerClient::read_line(std::string* line, std::chrono:
 BatchOutcome WorkerClient::finish_dead(BatchOutcome::Kind kind, const std::string& context) {
   BatchOutcome out;
   out.kind = kind;
-  if (kind == BatchOutcome::Kind::timed_out) kill(-pid_, SIGKILL);
+  if (kind == BatchOutcome::Kind::timed_out || kind == BatchOutcome::Kind::untrusted) {
+    kill(-pid_, SIGKILL);
+    if (worker_pid_ > 0) kill(worker_pid_, SIGKILL);
+  }
+  freezer_.thaw();  // a stopped worker cannot exit on its own
   int status = 0;
   // A worker that closed its pipe is about to exit; do not wait forever if it did something else.
   for (int i = 0; i < 500 && waitpid(pid_, &status, WNOHANG) == 0; ++i) usleep(2000);
@@ -282,20 +317,28 @@ BatchOutcome WorkerClient::finish_dead(BatchOutcome::Kind kind, const std::strin
     waitpid(pid_, &status, 0);
   }
   kill(-pid_, SIGKILL);  // anything the kernel left behind in its process group
+  if (worker_pid_ > 0 && worker_pid_ != pid_) kill(worker_pid_, SIGKILL);
   pid_ = -1;
-  if (kind == BatchOutcome::Kind::timed_out) {
-    out.detail = fmt::format("no answer {}; the worker was killed", context);
+  // SIGKILL is what the OOM killer and a user's kill -9 send; a kernel can also send it to itself.
+  auto died_of = [&](int signal) {
+    return fmt::format("{} died of {}{} {}", who(), describe_signal(signal),
+                       signal == SIGKILL ? " (sent from outside, e.g. the out-of-memory killer, or by the kernel to itself)" : "", context);
+  };
+  if (kind == BatchOutcome::Kind::untrusted) {
+    out.detail = fmt::format("{} was ended {}", who(), context);
+  } else if (kind == BatchOutcome::Kind::timed_out) {
+    out.detail = fmt::format("no answer {}; {} was killed", context, who());
   } else if (WIFSIGNALED(status)) {
     out.signal = WTERMSIG(status);
-    out.detail = fmt::format("the worker died of {} {}", describe_signal(out.signal), context);
+    out.detail = died_of(out.signal);
   } else if (WIFEXITED(status) && in_bwrap_ && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 128 + 65) {
     // bwrap reports a worker killed by signal N as exit status 128 + N.
     out.signal = WEXITSTATUS(status) - 128;
-    out.detail = fmt::format("the worker died of {} {}", describe_signal(out.signal), context);
+    out.detail = died_of(out.signal);
   } else if (WIFEXITED(status)) {
-    out.detail = fmt::format("the worker exited with code {} {}", WEXITSTATUS(status), context);
+    out.detail = fmt::format("{} exited with code {} {}", who(), WEXITSTATUS(status), context);
   } else {
-    out.detail = fmt::format("the worker vanished {}", context);
+    out.detail = fmt::format("{} vanished {}", who(), context);
   }
   dead_ = out;
   return out;
@@ -303,6 +346,31 @@ BatchOutcome WorkerClient::finish_dead(BatchOutcome::Kind kind, const std::strin
 
 void WorkerClient::note_reply() {
   if (has_cpu_clock_) cpu_at_reply_ = clock_seconds(cpu_clock_);
+  if (cpu_at_reply_ >= 0) cpu_total_ = cpu_at_reply_;
+}
+
+std::optional<BatchOutcome> WorkerClient::freeze_idle(const std::string& context) {
+  if (!freeze_) return std::nullopt;
+  std::string why = freezer_.freeze();
+  if (why.empty()) return std::nullopt;
+  // A worker that is gone (or a zombie) was not refusing to stop: it died; say of what.
+  siginfo_t exited{};
+  const bool parent_exited = waitid(P_PID, id_t(pid_), &exited, WEXITED | WNOHANG | WNOWAIT) == 0 && exited.si_pid == pid_;
+  if (kill(worker_pid_, 0) != 0 || parent_exited || !std::filesystem::exists(fmt::format("/proc/{}/task", worker_pid_)))
+    return finish_dead(BatchOutcome::Kind::crashed, context);
+  BatchOutcome dead = finish_dead(BatchOutcome::Kind::untrusted, context);
+  dead.detail = fmt::format("{} {}: {}; it is not trusted to run unwatched and was ended", who(), context, why);
+  dead_ = dead;
+  return dead;
+}
+
+double WorkerClient::cpu_seconds_total() {
+  if (!has_cpu_clock_) return -1;
+  if (!dead_) {
+    const double now = clock_seconds(cpu_clock_);
+    if (now >= 0) cpu_total_ = now;
+  }
+  return cpu_total_;
 }
 
 double WorkerClient::cpu_seconds_since_reply() {
@@ -314,12 +382,14 @@ double WorkerClient::cpu_seconds_since_reply() {
 BatchOutcome WorkerClient::request(json message, std::chrono::milliseconds timeout, const std::string& context, json* answer) {
   if (dead_) return *dead_;
   BatchOutcome out;
-  // Anything already waiting in the reply pipe was written by nobody the parent asked.
+  // Anything already waiting in the reply pipe was written by nobody the parent asked. A closed pipe
+  // with nothing in it is not a forgery: the worker died while idle (killed from outside, the OOM killer).
   pollfd p{reply_fd_, POLLIN, 0};
   if (!buffer_.empty() || poll(&p, 1, 0) > 0) {
     std::string extra;
-    read_line(&extra, std::chrono::milliseconds(1));
+    const ReadStatus status = read_line(&extra, std::chrono::milliseconds(1));
     if (extra.empty()) extra = buffer_;
+    if (status == ReadStatus::eof && extra.empty()) return finish_dead(BatchOutcome::Kind::crashed, "while idle, before " + context);
     BatchOutcome dead = finish_dead(BatchOutcome::Kind::protocol_error, context);
     dead.detail = fmt::format("the worker's reply pipe held a report nobody asked for (a kernel forging the worker's answers?): {:.120}", extra);
     dead_ = dead;
@@ -327,16 +397,17 @@ BatchOutcome WorkerClient::request(json message, std::chrono::milliseconds timeo
   }
   const std::string nonce = new_nonce();
   message["nonce"] = nonce;
+  const std::string text = message.dump();
+  // The worker runs from the SIGCONT to the reply, all of it inside the timed window.
   const auto start = std::chrono::steady_clock::now();
-  if (!send(message.dump())) return finish_dead(BatchOutcome::Kind::crashed, "before " + context);
+  freezer_.thaw();
+  if (!send(text)) return finish_dead(BatchOutcome::Kind::crashed, "before " + context);
   std::string line;
   ReadStatus status = read_line(&line, timeout);
-  const auto stop = std::chrono::steady_clock::now();
   if (status == ReadStatus::timeout)
     return finish_dead(BatchOutcome::Kind::timed_out, fmt::format("within the {:.1f} s limit for {}", timeout.count() / 1000.0, context));
   if (status == ReadStatus::eof) return finish_dead(BatchOutcome::Kind::crashed, "during " + context);
   note_reply();
-  out.parent_seconds = std::chrono::duration<double>(stop - start).count();
   *answer = json::parse(line, nullptr, false);
   if (answer->is_discarded() || answer->value("nonce", std::string()) != nonce) {
     BatchOutcome dead = finish_dead(BatchOutcome::Kind::protocol_error, context);
@@ -353,14 +424,19 @@ BatchOutcome WorkerClient::request(json message, std::chrono::milliseconds timeo
     dead_ = dead;
     return dead;
   }
+  // The window closes when the worker is verified stopped, not at the reply: whatever its threads do
+  // between the reply and the stop is theirs to pay for (microseconds on a quiet machine, both sides).
+  if (auto failed = freeze_idle("after " + context)) return *failed;
+  const auto stop = std::chrono::steady_clock::now();
+  busy_seconds_ += std::chrono::duration<double>(stop - start).count();
+  out.parent_seconds = std::chrono::duration<double>(stop - start).count();
   return out;
 }
 
-BatchOutcome WorkerClient::prepare(int first_set, int calls) {
-  json answer;
-  return request({{"op", "expose"}, {"first_set", first_set}, {"calls", calls}}, std::chrono::seconds(60),
-                 "exposing a batch's tensors", &answer);
-}
+// Nothing to do: exposing a batch's sets is part of its timed run request, so that no request runs
+// in the worker outside a window the parent times (a kernel owns the worker's code, and any untimed
+// request is time it could use).
+BatchOutcome WorkerClient::prepare(int, int) { return dead_ ? *dead_ : BatchOutcome{}; }
 
 BatchOutcome WorkerClient::run(int first_set, int calls, std::chrono::milliseconds timeout) {
   json answer;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "targets/cpu/process_freezer.h"
 #include "targets/cpu/shared_arena.h"
 #include "targets/target.h"
 
@@ -27,6 +28,8 @@ class WorkerClient final : public KernelRunner {
     RunnerCapabilities c;
     c.idle_cpu_clock = true;
     c.operation_counter = true;
+    c.freezes_when_idle = freeze_;
+    c.cpu_time_accounting = has_cpu_clock_;
     return c;
   }
   BatchOutcome prepare(int first_set, int calls) override;
@@ -35,6 +38,9 @@ class WorkerClient final : public KernelRunner {
   std::string output_log() const override;
   std::string describe_sandbox() const override { return sandbox_; }
   int64_t operation_count() override;
+  double cpu_seconds_total() override;
+  double busy_seconds_total() override { return busy_seconds_; }
+  int cpus_allowed() const override { return cpus_allowed_; }
 
  private:
   WorkerClient() = default;
@@ -47,6 +53,10 @@ class WorkerClient final : public KernelRunner {
   BatchOutcome request(nlohmann::json message, std::chrono::milliseconds timeout, const std::string& context,
                        nlohmann::json* answer);
   void note_reply();
+  // Stops the worker after a reply (every thread, verified in /proc). On failure the worker is ended
+  // and the outcome says why: a worker that cannot be frozen cannot be trusted.
+  std::optional<BatchOutcome> freeze_idle(const std::string& context);
+  std::string who() const { return role_.empty() ? "the worker" : "the " + role_ + "'s worker"; }
   // Ends the worker (if still running) and describes how it ended.
   BatchOutcome finish_dead(BatchOutcome::Kind kind, const std::string& context);
 
@@ -57,6 +67,13 @@ class WorkerClient final : public KernelRunner {
   std::string sandbox_;
   bool in_bwrap_ = false;
   pid_t group_ = -1;         // the worker's process group, for cleaning up after it
+  pid_t worker_pid_ = -1;    // the worker itself (below bwrap), as the parent's pid namespace sees it
+  bool freeze_ = false;      // frozen whenever idle (the sandbox on)
+  ProcessFreezer freezer_;
+  double cpu_total_ = -1;    // last CPU reading, kept once the worker is gone
+  double busy_seconds_ = 0;  // wall time of all requests, thawed
+  int cpus_allowed_ = 0;
+  std::string role_;         // candidate, baseline...: from the output arena's label
   int command_fd_ = -1, reply_fd_ = -1, log_fd_ = -1;
   std::string buffer_;
   std::optional<BatchOutcome> dead_;  // once the worker is gone every later batch reports this

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -103,6 +104,8 @@ std::vector<Rule> rules(const ConfineLimits& limits) {
       {SCMP_SYS(setpriority), "setpriority", "changing scheduling priorities", {}},
       {SCMP_SYS(sched_setscheduler), "sched_setscheduler", "changing scheduling policy", {}},
       {SCMP_SYS(sched_setattr), "sched_setattr", "changing scheduling policy", {}},
+      // The parent pinned the worker to `threads` CPUs: num_threads is enforced by that affinity.
+      {SCMP_SYS(sched_setaffinity), "sched_setaffinity", "changing the CPUs the worker may use (num_threads is enforced by them)", {}},
       {SCMP_SYS(mount), "mount", "changing mounts", {}},
       {SCMP_SYS(umount2), "umount2", "changing mounts", {}},
       {SCMP_SYS(pivot_root), "pivot_root", "changing mounts", {}},
@@ -172,13 +175,12 @@ std::string drop_capabilities() {
   return {};
 }
 
-std::string install_filter(const ConfineLimits& limits) {
-  if (const char* e = std::getenv("OPBENCH_NO_SECCOMP"); e && std::string(e) == "1")
-    return "seccomp disabled by OPBENCH_NO_SECCOMP=1";  // to test the fallback on machines that have seccomp
+// Adds the rules to a fresh filter and loads it (stacked on any already loaded); registers their
+// names for the SIGSYS report.
+std::string load_rules(const std::vector<Rule>& list) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx) return "seccomp_init failed";
-  g_forbidden_count = 0;
-  for (const Rule& rule : rules(limits)) {
+  for (const Rule& rule : list) {
     if (rule.nr < 0) continue;  // not a system call on this architecture
     int rc = seccomp_rule_add_array(ctx, rule.action, rule.nr, unsigned(rule.conditions.size()),
                                     rule.conditions.empty() ? nullptr : rule.conditions.data());
@@ -196,7 +198,24 @@ std::string install_filter(const ConfineLimits& limits) {
   return {};
 }
 
+std::string install_filter(const ConfineLimits& limits) {
+  if (const char* e = std::getenv("OPBENCH_NO_SECCOMP"); e && std::string(e) == "1")
+    return "seccomp disabled by OPBENCH_NO_SECCOMP=1";  // to test the fallback on machines that have seccomp
+  g_forbidden_count = 0;
+  return load_rules(rules(limits));
+}
+
 }  // namespace
+
+std::string deny_executable_mappings() {
+  if (const char* e = std::getenv("OPBENCH_NO_SECCOMP"); e && std::string(e) == "1") return {};  // reported by confine_worker
+  const auto exec = static_cast<scmp_datum_t>(PROT_EXEC);
+  const char* what = "making memory executable after the kernel was loaded (code made or loaded at run time)";
+  return load_rules({{SCMP_SYS(mmap), "mmap", what, {SCMP_A2(SCMP_CMP_MASKED_EQ, exec, exec)}},
+                     {SCMP_SYS(mprotect), "mprotect", what, {SCMP_A2(SCMP_CMP_MASKED_EQ, exec, exec)}},
+                     {SCMP_SYS(pkey_mprotect), "pkey_mprotect", what, {SCMP_A2(SCMP_CMP_MASKED_EQ, exec, exec)}},
+                     {SCMP_SYS(remap_file_pages), "remap_file_pages", what, {}}});
+}
 
 std::string confine_worker(const ConfineLimits& limits, int reply_fd, const char* nonce) {
   g_reply_fd = reply_fd;

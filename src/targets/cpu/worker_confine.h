@@ -17,6 +17,13 @@ struct ConfineLimits {
   bool deny_file_writes = false;     // seccomp refuses opening files for writing (when no read-only mount does)
 };
 
+// A second seccomp filter, stacked on the first once the kernel is loaded (after dlopen, before the
+// first call of any of its functions): mmap, mprotect and pkey_mprotect that ask for PROT_EXEC stop
+// the worker (SIGSYS, reported by name). The loader needs executable mappings while it loads the
+// kernel and its libraries, so this cannot come earlier; a kernel's static constructors run under
+// the first filter only. Returns an empty string on success, else why not.
+std::string deny_executable_mappings();
+
 // Applies everything; returns an empty string on success, else what could not be applied (the
 // caller reports it and refuses to run the kernel: a half-confined worker must not pass for a
 // confined one). `reply_fd` is where the SIGSYS handler reports a forbidden system call, with the

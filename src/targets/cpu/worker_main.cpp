@@ -225,6 +225,11 @@ int main() {
   auto abi_version = reinterpret_cast<AbiVersionFn>(dlsym(handle, "ob_abi_version"));
   auto run = reinterpret_cast<RunFn>(dlsym(handle, "ob_run"));
   auto workspace_bytes = reinterpret_cast<WorkspaceFn>(dlsym(handle, "ob_workspace_bytes"));
+  // The kernel and its libraries are mapped: from here on nothing may become executable (a
+  // candidate's code is exactly what the import and instruction-set checks read). Before the first
+  // call of any kernel function; its static constructors already ran, under the first filter.
+  if (load.contains("confine") && load.at("confine").value("deny_exec_after_load", false) && confine_error.empty())
+    if (std::string e = deny_executable_mappings(); !e.empty()) confine_error = "the executable-mapping filter: " + e;
   if (!abi_version) reject("the kernel does not export ob_abi_version (use OB_DEFINE_ABI_VERSION())");
   if (!run) reject("the kernel does not export ob_run (declare it extern \"C\")");
   if (int32_t v = abi_version(); v != OB_ABI_VERSION)
@@ -242,6 +247,12 @@ int main() {
     if (workspace_bytes) workspace_size = std::max(workspace_size, workspace_bytes(&c.call));
   }
   void* workspace = nullptr;
+  // Rounding up must not wrap (a kernel answering ~2^64 would get a tiny block and overrun it), and
+  // no honest kernel asks for more than the worker's address-space limit allows anyway.
+  constexpr uint64_t kMaxWorkspace = uint64_t(1) << 40;
+  if (workspace_size > kMaxWorkspace)
+    reject("ob_workspace_bytes asked for " + std::to_string(workspace_size) + " bytes of workspace, over the limit of " +
+           std::to_string(kMaxWorkspace) + " (an overflowing size?)");
   if (workspace_size > 0) {
     // Private to the worker and touched once, so the first timed call does not pay page faults.
     workspace = std::aligned_alloc(64, (workspace_size + 63) / 64 * 64);
@@ -266,23 +277,20 @@ int main() {
       reply({{"ok", count != nullptr}, {"operations", count ? int64_t(count()) : int64_t(-1)}});
       continue;
     }
-    if (op != "run" && op != "expose") {
+    if (op != "run") {
       reply({{"ok", false}, {"status", "error"}, {"reason", "unknown op " + op}});
       continue;
     }
     const int64_t first = request.at("first_set").get<int64_t>();
     const int64_t count = request.at("calls").get<int64_t>();
     const int64_t sets = int64_t(calls.size());
-    // Exposing is its own request so that its mprotect calls stay out of the timed window.
-    if (op == "expose" || g_exposed_first != int(first % sets) || g_exposed_count < std::min(count, sets))
+    // Exposing the batch's sets is part of the timed request: the parent freezes the worker between
+    // requests, and an untimed request would be time the kernel could use. Both sides pay it.
+    const int64_t start = now_ns();
+    if (g_exposed_first != int(first % sets) || g_exposed_count < std::min(count, sets))
       expose(int(first % sets), int(std::min(count, sets)));
-    if (op == "expose") {
-      reply({{"ok", true}});
-      continue;
-    }
     int32_t rc = 0;
     int64_t failed_call = -1;
-    const int64_t start = now_ns();
     for (int64_t i = 0; i < count; ++i) {
       rc = run(&calls[size_t((first + i) % sets)].call);
       if (rc != 0) {

@@ -9,8 +9,10 @@
 //    "inputs":[[tensor...] per set], "outputs":[[tensor...] per set]}
 //        tensor = {"arena":A, "offset":O, "dtype":D, "shape":[...]}
 //     -> {"ok":true, "workspace_bytes":W} | {"ok":false, "status":"rejected", "reason":...}
-//   {"op":"run", "first_set":S, "calls":C}
+//   {"op":"run", "first_set":S, "calls":C}   (exposes the batch's sets, then runs it: all timed)
 //     -> {"ok":true, "worker_ns":T} | {"ok":false, "return_code":R, "call":I}
+// Between requests the parent keeps the worker stopped (SIGSTOP, checked in /proc): it runs only
+// from the SIGCONT before a request to its reply.
 //   {"op":"count"}
 //     -> {"ok":true, "operations":N}   (kernels built with the lint's operation counter only)
 //   {"op":"quit"}   (the worker exits 0)
