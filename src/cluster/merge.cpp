@@ -37,6 +37,9 @@ Input read_input(const fs::path& dir) {
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("cannot merge {}: {}", file.string(), e.what()));
   }
+  if (!in.doc.value("complete", true))
+    throw UsageError(fmt::format("{} is an unfinished run (its results.json says complete: false): a shard still running, failed or cancelled",
+                                 dir.string()));
   in.identity = identity_of_run(in.doc);
   return in;
 }

@@ -41,13 +41,15 @@ json load_state(const SlurmRunRequest& r) {
   return state;
 }
 
-// A shard is done when its run wrote results.json for this very shard of this partition.
+// A shard is done when its run wrote a complete results.json for this very shard of this partition
+// (run rewrites results.json after every evaluation with "complete": false until the end).
 bool shard_done(const fs::path& out, int index, int count) {
   const fs::path file = shard_dir(out, index) / "results.json";
   if (!fs::exists(file)) return false;
   try {
     json doc = read_json_document(file, "opbench.run");
-    return doc.contains("shard") && doc["shard"].value("index", -1) == index && doc["shard"].value("count", 0) == count;
+    return doc.value("complete", true) && doc.contains("shard") && doc["shard"].value("index", -1) == index &&
+           doc["shard"].value("count", 0) == count;
   } catch (const std::exception&) {
     return false;
   }
