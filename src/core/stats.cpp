@@ -36,13 +36,22 @@ double student_t95(size_t dof) {
   return 1.96;
 }
 
+namespace {
+
+std::vector<double> logs_of(const std::vector<double>& ratios) {
+  std::vector<double> logs;
+  logs.reserve(ratios.size());
+  for (double x : ratios) logs.push_back(std::log(x));
+  return logs;
+}
+
+}  // namespace
+
 RatioEstimate paired_ratio(const std::vector<double>& ratios) {
   RatioEstimate r;
   r.count = ratios.size();
   if (ratios.empty()) return r;
-  std::vector<double> logs;
-  logs.reserve(ratios.size());
-  for (double x : ratios) logs.push_back(std::log(x));
+  std::vector<double> logs = logs_of(ratios);
   Summary s = summarize(logs);
   r.geomean = std::exp(s.mean);
   if (ratios.size() < 2) {
@@ -62,9 +71,7 @@ RatioEstimate hodges_lehmann_ratio(const std::vector<double>& ratios) {
   RatioEstimate r;
   r.count = ratios.size();
   if (ratios.empty()) return r;
-  std::vector<double> logs;
-  logs.reserve(ratios.size());
-  for (double x : ratios) logs.push_back(std::log(x));
+  std::vector<double> logs = logs_of(ratios);
   // Long runs of tiny batches can have thousands of pairs; the most recent 3000 carry the estimate
   // (4.5 million averages, a few tens of MB for a moment).
   constexpr size_t kMaxPairs = 3000;
