@@ -61,7 +61,8 @@ uint64_t parse_byte_size(const std::string& text, const std::string& option) {
   else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
   else if (unit == "G" || unit == "GiB") scale = 1024.0 * 1024 * 1024;
   else if (!unit.empty() && unit != "B") used = 0;
-  if (used == 0 || !std::isfinite(value) || value <= 0 || value * scale > 1e18)
+  const bool starts_with_digit = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0]));
+  if (!starts_with_digit || used == 0 || !std::isfinite(value) || value <= 0 || value * scale > 1e18)
     throw UsageError(fmt::format("{}: '{}' is not a size (a positive number with an optional K, M or G)", option, text));
   return uint64_t(value * scale);
 }

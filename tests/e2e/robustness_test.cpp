@@ -134,6 +134,10 @@ TEST(Robustness, NumbersAreParsedStrictlyAndUsageErrorsNameTheOption) {
       {{"dump", "8p", "--out", "/tmp/never", "--seed", "-1"}, "--seed"},
       {{"tune", "8p", "--impl", "expert", "--seed", "18446744073709551616"}, "--seed"},
       {{"prompt", "8p", "--seed", "7x"}, "--seed"},
+      {{"eval", "8p", "--impl", "baseline", "--max-memory", " 2G"}, "--max-memory"},
+      {{"eval", "8p", "--impl", "baseline", "--max-memory", "2X"}, "--max-memory"},
+      {{"eval", "8p", "--impl", "baseline", "--max-memory", "0"}, "--max-memory"},
+      {{"eval", "8p", "--impl", "baseline", "--max-eval-time", "nan"}, "--max-eval-time"},
   };
   for (const Case& c : cases) {
     CliRun run = run_cli(c.args, 120);
