@@ -1,5 +1,6 @@
 // opbench eval WORKLOAD KERNEL.cpp | --impl KIND: one result. Exit 0 when the kernel is correct, 1
 // when it was evaluated and is not, 2 on a usage error.
+#include <cmath>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -7,7 +8,9 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "calibrate/roofline.h"
 #include "harness/evaluate.h"
+#include "report/reporter.h"
 #include "report/scoreboard.h"
 #include "search/tuner.h"
 #include "targets/registry.h"
@@ -18,7 +21,7 @@ namespace opbench::cli {
 Command add_eval(CLI::App& root) {
   auto* app = root.add_subcommand("eval", "Evaluate one kernel on one workload against its baseline");
   struct Options {
-    std::string workload, kernel, impl, json_path;
+    std::string workload, kernel, impl, json_path, format = "console";
     SharedEvalFlags flags;
   };
   auto o = std::make_shared<Options>();
@@ -28,6 +31,7 @@ Command add_eval(CLI::App& root) {
       ->check(CLI::IsMember({"reference", "baseline", "expert"}));
   app->add_option("--json", o->json_path, "Write the result as JSON to this file");
   add_shared_eval_flags(app, o->flags);
+  add_format_flag(app, o->format);
   return {app, [o] {
             if (o->kernel.empty() == o->impl.empty())
               throw UsageError("give either a kernel source file or --impl reference|baseline|expert");
@@ -49,6 +53,14 @@ Command add_eval(CLI::App& root) {
             options.progress = [](const std::string& s) { progress_line(s); };
             Result result = evaluate(spec, impl, *target, options);
             progress_done();
+            const auto profile = profile_for_evaluation(o->flags.target, result.threads);
+            if (profile) attach_roofline(result, *profile);
+            if (o->format != "console") {
+              ReportData data;
+              data.results = {result};
+              data.profile = profile;
+              print_report(o->format, data);
+            } else {
             fmt::print("{}", render_scoreboard({result}));
             if (result.status == Status::compile_error) fmt::print("\n{}\n", result.build_log);
             if (!result.kernel_output.empty() && result.status != Status::correct)
@@ -57,6 +69,10 @@ Command add_eval(CLI::App& root) {
               fmt::print("\ncandidate {} calls in {} batches: median {} ms (worker clock {} ms, parent/worker {:.4f}), stop: {}\n",
                          result.timing->calls, result.timing->batches, result.timing->per_call_ms.median,
                          result.timing->worker_median_ms, result.timing->parent_over_worker, result.timing->stop_reason);
+            }
+            if (result.roofline && std::isfinite(result.roofline->fraction))
+              fmt::print("roofline: {:.1f}% of the {}-bound floor of {:.4f} ms{}\n", 100 * result.roofline->fraction, result.roofline->bound,
+                         result.roofline->floor_ms, result.roofline->flags.empty() ? "" : " (BELOW THE FLOOR: the machine cannot do this work so fast)");
             }
             if (!o->json_path.empty()) {
               write_json_atomic(o->json_path, to_json(result));

@@ -1,15 +1,19 @@
 // opbench run: many evaluations, with progress, a scoreboard table and JSON results on disk.
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 
 #include <fmt/format.h>
 
+#include "calibrate/roofline.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "core/error.h"
 #include "core/json_io.h"
 #include "core/machine.h"
 #include "harness/evaluate.h"
+#include "report/reporter.h"
 #include "report/scoreboard.h"
 #include "search/tuner.h"
 #include "targets/registry.h"
@@ -43,7 +47,7 @@ std::string default_out_dir() {
 Command add_run(CLI::App& root) {
   auto* app = root.add_subcommand("run", "Evaluate implementations of many workloads and print a scoreboard");
   struct Options {
-    std::string workloads = "all", impls = "baseline", out;
+    std::string workloads = "all", impls = "baseline", out, format = "console";
     SharedEvalFlags flags;
   };
   auto o = std::make_shared<Options>();
@@ -51,6 +55,7 @@ Command add_run(CLI::App& root) {
   app->add_option("--impl", o->impls, "Comma-separated built-in implementations: reference, baseline, expert")->capture_default_str();
   app->add_option("--out", o->out, "Folder for the JSON results (default: results/<timestamp>)");
   add_shared_eval_flags(app, o->flags);
+  add_format_flag(app, o->format);
   return {app, [o] {
             Registry registry(Registry::default_root());
             auto workloads = registry.select(o->workloads);
@@ -79,12 +84,14 @@ Command add_run(CLI::App& root) {
             std::unique_ptr<ResultStore> store;
             if (std::find(impls.begin(), impls.end(), "expert") != impls.end()) store = std::make_unique<ResultStore>(ResultStore::default_path());
             const int threads = options.threads > 0 ? options.threads : default_thread_count();
+            const auto profile = profile_for_evaluation(o->flags.target, threads);
             std::vector<Result> results;
+            ProgressBar bar(jobs.size());
             const auto start = std::chrono::steady_clock::now();
             for (size_t i = 0; i < jobs.size(); ++i) {
               const Job& job = jobs[i];
               const std::string prefix = fmt::format("[{}/{}] {} {}", i + 1, jobs.size(), job.spec->id, job.kind);
-              options.progress = [&](const std::string& s) { progress_line(prefix + ": " + s); };
+              options.progress = [&](const std::string& s) { bar.note(prefix + ": " + s); };
               Result r;
               try {
                 std::string note;
@@ -95,13 +102,13 @@ Command add_run(CLI::App& root) {
                 throw;
               } catch (const std::exception& e) {
                 // A harness-side failure on one workload must not lose the others.
-                progress_done();
-                fmt::print(stderr, "{}: harness error: {}\n", prefix, e.what());
+                bar.step_done(fmt::format("{}: harness error: {}", prefix, e.what()));
                 continue;
               }
-              progress_done();
-              fmt::print(stderr, "{}: {}{}\n", prefix, status_name(r.status),
-                         r.timing ? fmt::format(" {:.3f} ms, speedup {:.3f}", r.timing->per_call_ms.median, r.speedup->vs_baseline) : "");
+              if (profile) attach_roofline(r, *profile);
+              bar.step_done(fmt::format("{}: {}{}{}", prefix, status_name(r.status),
+                                        r.timing ? fmt::format(" {:.3f} ms, speedup {:.3f}", r.timing->per_call_ms.median, r.speedup->vs_baseline) : "",
+                                        r.roofline && std::isfinite(r.roofline->fraction) ? fmt::format(", {:.0f}% of roofline", 100 * r.roofline->fraction) : ""));
               write_json_atomic(out_dir / fmt::format("{}.{}.json", r.workload, r.impl.kind), to_json(r));
               results.push_back(std::move(r));
             }
@@ -111,9 +118,18 @@ Command add_run(CLI::App& root) {
                                   {"seconds", seconds},
                                   {"machine", to_json(machine_info())},
                                   {"summary", scoreboard_json(results)},
+                                  {"machine_profile", profile ? to_json(*profile) : nlohmann::json(nullptr)},
                                   {"results", nlohmann::json::array()}}, "opbench.run");
             for (const auto& r : results) all["results"].push_back(to_json(r));
             write_json_atomic(out_dir / "results.json", all);
+            if (o->format != "console") {
+              ReportData data;
+              data.title = "opbench run " + out_dir.string();
+              data.results = results;
+              data.profile = profile;
+              print_report(o->format, data);
+              return results.size() == jobs.size() ? 0 : 1;
+            }
             fmt::print("{}", render_scoreboard(results));
             for (const auto& s : skipped) fmt::print("  skipped: {}\n", s);
             fmt::print("{} evaluations in {:.1f} s; JSON in {}\n", results.size(), seconds, (out_dir / "results.json").string());

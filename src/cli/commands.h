@@ -28,6 +28,9 @@ Command add_tune(CLI::App& root);
 Command add_prompt(CLI::App& root);
 Command add_search(CLI::App& root);
 Command add_leaderboard(CLI::App& root);
+Command add_calibrate(CLI::App& root);
+Command add_report(CLI::App& root);
+Command add_compare(CLI::App& root);
 
 // Parses "--set M=256" values into a symbol table; throws UsageError on a malformed one.
 SymbolTable parse_overrides(const std::vector<std::string>& assignments);
@@ -69,5 +72,26 @@ struct SharedEvalFlags {
 };
 void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& flags);
 opbench::EvalOptions make_eval_options(const SharedEvalFlags& flags);
+
+}  // namespace opbench::cli
+
+#include <optional>
+
+namespace opbench {
+struct MachineProfile;
+struct ReportData;
+}  // namespace opbench
+
+namespace opbench::cli {
+
+// --format console|json|csv|md|html: how a command prints what it measured (src/report/reporter.h).
+void add_format_flag(CLI::App* app, std::string& format);
+// Renders `data` in `format` to stdout.
+void print_report(const std::string& format, const ReportData& data);
+
+// The machine profile an evaluating command measures results against: the stored one, or a quick
+// calibration on first use (stored for next time). Empty, with a note on stderr, when the target
+// cannot be calibrated: results then carry no roofline block.
+std::optional<MachineProfile> profile_for_evaluation(const std::string& target, int threads);
 
 }  // namespace opbench::cli
