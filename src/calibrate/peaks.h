@@ -13,7 +13,7 @@ namespace opbench {
 // How long and how carefully to measure. quick: about a second per thread count, for first use.
 struct PeakOptions {
   std::string isa_level = "x86-64-v3";  // x86-64-v3: AVX2 + FMA (the kernel flags); x86-64-v4: AVX-512F
-  int repetitions = 5;                  // median of this many
+  int repetitions = 5;                  // the best of this many (a ceiling: load only slows a repetition)
   double fma_seconds = 0.15;            // per FMA repetition
   size_t array_bytes = size_t(256) << 20;  // per array for the memory figures
   bool cache_levels = true;             // also single-thread read bandwidth from L1, L2, L3

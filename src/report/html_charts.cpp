@@ -47,7 +47,7 @@ double point_intensity(const Result& r) { return r.work.useful_flops / r.work.by
 double point_gflops(const Result& r) { return r.work.useful_flops / (r.timing->per_call_ms.median * 1e-3) * 1e-9; }
 
 std::string decade_label(double v) {
-  if (v >= 1 && v < 1e5) return fmt::format("{:g}", v);
+  if (v >= 1e-3 && v < 1e5) return fmt::format("{:g}", v);
   return fmt::format("1e{}", int(std::lround(std::log10(v))));
 }
 

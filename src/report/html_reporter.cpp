@@ -21,6 +21,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bott
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
 th,td{padding:3px 8px;border-bottom:1px solid #e5e5e5;text-align:left;white-space:nowrap}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.long{white-space:normal;min-width:160px;max-width:360px;overflow-wrap:anywhere}.scroll{overflow-x:auto}
 th{background:#f4f5f7;cursor:pointer;user-select:none;position:sticky;top:0}
 th[aria-sort=ascending]::after{content:" \25B2"}th[aria-sort=descending]::after{content:" \25BC"}
 tr:hover td{background:#f8fafc}
@@ -99,7 +100,7 @@ std::string html_table(const ReportTable& t, const std::string& id) {
   for (const auto& row : t.rows)
     for (size_t c = 0; c < row.size() && c < numeric.size(); ++c)
       if (!row[c].is_null() && !row[c].is_number()) numeric[c] = false;
-  std::string s = fmt::format("<table class=\"sortable\" id=\"{}\"><thead><tr>", html_escape(id));
+  std::string s = fmt::format("<div class=\"scroll\"><table class=\"sortable\" id=\"{}\"><thead><tr>", html_escape(id));
   for (size_t c = 0; c < t.columns.size(); ++c)
     s += fmt::format("<th data-col=\"{}\"{}>{}</th>", column_id(t.columns[c]), numeric[c] ? " data-type=\"num\"" : "", html_escape(t.columns[c]));
   s += "</tr></thead><tbody>";
@@ -113,12 +114,14 @@ std::string html_table(const ReportTable& t, const std::string& id) {
       } else if (numeric[c]) {
         s += "<td class=\"num\" data-num=\"\">-</td>";
       } else {
-        s += fmt::format("<td{}>{}</td>", t.columns[c] == "status" ? status_class(v) : "", html_escape(cell_text(v)));
+        const bool long_text = t.columns[c] == "flags" || t.columns[c] == "message" || t.columns[c] == "stop";
+        s += fmt::format("<td{}>{}</td>", t.columns[c] == "status" ? status_class(v) : long_text ? " class=\"long\"" : "",
+                         html_escape(cell_text(v)));
       }
     }
     s += "</tr>";
   }
-  s += "</tbody></table>";
+  s += "</tbody></table></div>";
   for (const auto& n : t.notes) s += fmt::format("<p class=\"note\">{}</p>", html_escape(n));
   return s;
 }
