@@ -50,10 +50,11 @@ Command add_eval(CLI::App& root) {
             }
             auto target = make_target(o->flags.target);
             EvalOptions options = make_eval_options(o->flags);
+            const auto profile = profile_for_evaluation(o->flags.target, options.threads > 0 ? options.threads : default_thread_count());
+            if (profile) apply_profile(options, *profile);
             options.progress = [](const std::string& s) { progress_line(s); };
             Result result = evaluate(spec, impl, *target, options);
             progress_done();
-            const auto profile = profile_for_evaluation(o->flags.target, result.threads);
             if (profile) attach_roofline(result, *profile);
             if (o->format != "console") {
               ReportData data;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json_io.h"
+#include "report/reporter.h"
 #include "report/table.h"
 #include "search/beam_search.h"
 
@@ -49,7 +50,17 @@ Command add_leaderboard(CLI::App& root) {
   auto json_out = std::make_shared<std::string>();
   app->add_option("runs", *runs, "Search output folders")->required();
   app->add_option("--json", *json_out, "Also write the leaderboard as JSON");
-  return {app, [runs, json_out] {
+  auto format = std::make_shared<std::string>("console");
+  add_format_flag(app, *format);
+  return {app, [runs, json_out, format] {
+            if (*format != "console") {  // the saved folders, rendered like `opbench report RUN...`
+              if (!json_out->empty()) throw UsageError("--json goes with the console table; with --format, redirect the output instead");
+              ReportData data;
+              data.title = "opbench leaderboard";
+              for (const auto& r : *runs) data.searches.push_back(load_search_run(r, &data.results));
+              print_report(*format, data);
+              return 0;
+            }
             std::vector<Run> loaded;
             for (const auto& r : *runs) loaded.push_back(load_run(r));
             // Compare on the workloads every run has.

@@ -85,6 +85,7 @@ Command add_run(CLI::App& root) {
             if (std::find(impls.begin(), impls.end(), "expert") != impls.end()) store = std::make_unique<ResultStore>(ResultStore::default_path());
             const int threads = options.threads > 0 ? options.threads : default_thread_count();
             const auto profile = profile_for_evaluation(o->flags.target, threads);
+            if (profile) apply_profile(options, *profile);
             std::vector<Result> results;
             ProgressBar bar(jobs.size());
             const auto start = std::chrono::steady_clock::now();

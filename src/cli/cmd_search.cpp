@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json_io.h"
+#include "report/reporter.h"
 #include "search/beam_search.h"
 #include "targets/registry.h"
 #include "workload/registry.h"
@@ -35,6 +36,7 @@ Command add_search(CLI::App& root) {
     std::string proposer, out = "results/search", start, context = "full", label, expert = "on";
     SearchOptions search;
     SharedEvalFlags flags;
+    std::string format = "console";
   };
   auto o = std::make_shared<Options>();
   app->add_option("workloads", o->workloads, "Workload ids or unique prefixes")->required();
@@ -54,6 +56,7 @@ Command add_search(CLI::App& root) {
   app->add_option("--max-evals", o->search.max_evals, "Stop after this many new evaluations; run again to resume")->capture_default_str();
   app->add_option("--seed", o->search.seed, "Seed of the requests (menu dropout, proposer sampling)")->capture_default_str();
   add_shared_eval_flags(app, o->flags);
+  add_format_flag(app, o->format);
   return {app, [o] {
             Registry registry(Registry::default_root());
             std::vector<const WorkloadSpec*> specs;
@@ -81,11 +84,18 @@ Command add_search(CLI::App& root) {
             bool complete = true;
             for (const WorkloadSpec* spec : specs) {
               SearchSummary s = beam_search(*spec, *proposer, *target, options, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
-              print_search_summary(s);
+              if (o->format == "console") print_search_summary(s);
               run["workloads"].push_back(s.to_json());
               complete = complete && s.stop_reason.find("--max-evals") == std::string::npos;
             }
             write_text_atomic(options.out_dir / "run.json", run.dump(2));
+            if (o->format != "console") {  // the saved folder, rendered like `opbench report OUT`
+              ReportData data;
+              data.title = "opbench search " + options.out_dir.string();
+              data.searches.push_back(load_search_run(options.out_dir, &data.results));
+              print_report(o->format, data);
+              return 0;
+            }
             fmt::print("\nwrote {}\n", (options.out_dir / "run.json").string());
             if (!complete) fmt::print("the search stopped at its --max-evals budget; the same command resumes it\n");
             return 0;

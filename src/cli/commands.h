@@ -93,5 +93,8 @@ void print_report(const std::string& format, const ReportData& data);
 // calibration on first use (stored for next time). Empty, with a note on stderr, when the target
 // cannot be calibrated: results then carry no roofline block.
 std::optional<MachineProfile> profile_for_evaluation(const std::string& target, int threads);
+// Gives the harness the profile's ceilings at options.threads (EvalOptions::peak_flops_per_s and
+// peak_bytes_per_s), so its verdicts hold the median against the roofline floor.
+void apply_profile(opbench::EvalOptions& options, const MachineProfile& profile);
 
 }  // namespace opbench::cli

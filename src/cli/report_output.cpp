@@ -2,6 +2,7 @@
 
 #include "calibrate/machine_profile.h"
 #include "cli/commands.h"
+#include "harness/evaluate.h"
 #include "report/reporter.h"
 
 namespace opbench::cli {
@@ -19,6 +20,12 @@ std::optional<MachineProfile> profile_for_evaluation(const std::string& target, 
     fmt::print(stderr, "no machine profile ({}); results carry no roofline position\n", e.what());
     return std::nullopt;
   }
+}
+
+void apply_profile(EvalOptions& options, const MachineProfile& profile) {
+  const int threads = options.threads > 0 ? options.threads : default_thread_count();
+  options.peak_flops_per_s = profile.peak_gflops(threads) * 1e9;
+  options.peak_bytes_per_s = profile.peak_gbytes_per_s(threads) * 1e9;
 }
 
 }  // namespace opbench::cli
