@@ -1,6 +1,8 @@
 // opbench eval WORKLOAD KERNEL.cpp | --impl KIND: one result. Exit 0 when the kernel is correct, 1
 // when it was evaluated and is not, 2 on a usage error, 3 when the harness failed (the baseline
 // did not build or run, the --json file could not be written).
+#include <cmath>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -8,7 +10,9 @@
 #include "core/error.h"
 #include "core/json_io.h"
 #include "core/utf8.h"
+#include "calibrate/roofline.h"
 #include "harness/evaluate.h"
+#include "report/reporter.h"
 #include "report/scoreboard.h"
 #include "search/tuner.h"
 #include "targets/registry.h"
@@ -19,7 +23,7 @@ namespace opbench::cli {
 Command add_eval(CLI::App& root) {
   auto* app = root.add_subcommand("eval", "Evaluate one kernel on one workload against its baseline");
   struct Options {
-    std::string workload, kernel, impl, json_path;
+    std::string workload, kernel, impl, json_path, format = "console";
     SharedEvalFlags flags;
   };
   auto o = std::make_shared<Options>();
@@ -29,6 +33,7 @@ Command add_eval(CLI::App& root) {
       ->check(CLI::IsMember({"reference", "baseline", "expert"}));
   app->add_option("--json", o->json_path, "Write the result as JSON to this file");
   add_shared_eval_flags(app, o->flags);
+  add_format_flag(app, o->format);
   return {app, [o] {
             if (o->kernel.empty() == o->impl.empty())
               throw UsageError("give either a kernel source file or --impl reference|baseline|expert");
@@ -47,9 +52,18 @@ Command add_eval(CLI::App& root) {
             }
             auto target = make_target(o->flags.target);
             EvalOptions options = make_eval_options(o->flags);
+            const auto profile = profile_for_evaluation(o->flags.target, options.threads > 0 ? options.threads : default_thread_count());
+            if (profile) apply_profile(options, *profile);
             options.progress = [](const std::string& s) { progress_line(s); };
             Result result = evaluate(spec, impl, *target, options);
             progress_done();
+            if (profile) attach_roofline(result, *profile);
+            if (o->format != "console") {
+              ReportData data;
+              data.results = {result};
+              data.profile = profile;
+              print_report(o->format, data);
+            } else {
             fmt::print("{}", render_scoreboard({result}));
             if (result.status == Status::compile_error) fmt::print("\n{}\n", utf8_sanitize(result.build_log));
             if (!result.kernel_output.empty() && result.status != Status::correct)
@@ -59,9 +73,13 @@ Command add_eval(CLI::App& root) {
                          result.timing->calls, result.timing->batches, result.timing->per_call_ms.median,
                          result.timing->worker_median_ms, result.timing->parent_over_worker, result.timing->stop_reason);
             }
-            // Atomic and checked: a full disk or a read-only folder is an error (exit 3), never a
-            // truncated file that a script would read as a result.
-            if (!o->json_path.empty()) write_json_atomic(o->json_path, to_json(result));
+            if (result.roofline && std::isfinite(result.roofline->fraction))
+              fmt::print("roofline: {:.1f}% of the {}-bound floor of {:.4f} ms{}\n", 100 * result.roofline->fraction, result.roofline->bound,
+                         result.roofline->floor_ms, result.roofline->flags.empty() ? "" : " (BELOW THE FLOOR: the machine cannot do this work so fast)");
+            }
+            if (!o->json_path.empty()) {
+              write_json_atomic(o->json_path, to_json(result));
+            }
             return result.status == Status::correct ? 0 : 1;
           }};
 }

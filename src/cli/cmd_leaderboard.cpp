@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "core/json_io.h"
+#include "report/reporter.h"
 #include "report/table.h"
 #include "search/leaderboard.h"
 

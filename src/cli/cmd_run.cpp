@@ -6,11 +6,13 @@
 // correct; 3: some entry is a harness error (or the results could not be written).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 
 #include <fmt/format.h>
 
+#include "calibrate/roofline.h"
 #include "cli/commands.h"
 #include "cluster/run_identity.h"
 #include "cluster/shard.h"
@@ -19,6 +21,7 @@
 #include "core/json_io.h"
 #include "core/machine.h"
 #include "harness/evaluate.h"
+#include "report/reporter.h"
 #include "report/scoreboard.h"
 #include "search/tuner.h"
 #include "targets/registry.h"
@@ -124,6 +127,8 @@ Command add_run(CLI::App& root) {
             std::unique_ptr<ResultStore> store;
             if (std::find(impls.begin(), impls.end(), "expert") != impls.end()) store = std::make_unique<ResultStore>(ResultStore::default_path());
             const int threads = options.threads > 0 ? options.threads : default_thread_count();
+            const auto profile = profile_for_evaluation(o->flags.target, threads);
+            if (profile) apply_profile(options, *profile);
             std::vector<Result> results;
             // Workloads whose spec does not load were attempted too: they are entries, not omissions.
             if (shard.whole())
@@ -146,6 +151,7 @@ Command add_run(CLI::App& root) {
                                                  {"complete", complete},
                                                  {"planned", planned},
                                                  {"machine", machine},
+                                                 {"machine_profile", profile ? to_json(*profile) : nlohmann::json(nullptr)},
                                                  {"summary", scoreboard_json(results)},
                                                  {"results", nlohmann::json::array()}},
                                                 "opbench.run");
@@ -163,7 +169,7 @@ Command add_run(CLI::App& root) {
             for (size_t i = 0; i < jobs.size(); ++i) {
               const Job& job = jobs[i];
               const std::string prefix = fmt::format("[{}/{}] {} {}", i + 1, jobs.size(), job.spec->id, job.kind);
-              options.progress = [&](const std::string& s) { progress_line(prefix + ": " + s); };
+              options.progress = [&](const std::string& s) { bar.note(prefix + ": " + s); };
               Result r;
               try {
                 std::string note;
@@ -184,6 +190,7 @@ Command add_run(CLI::App& root) {
               else
                 fmt::print(stderr, "{}: {}{}\n", prefix, status_name(r.status),
                            r.timing && r.speedup ? fmt::format(" {:.3f} ms, speedup {:.3f}", r.timing->per_call_ms.median, r.speedup->vs_baseline) : "");
+              if (profile && r.status != Status::harness_error) attach_roofline(r, *profile);
               write_json_atomic(out_dir / fmt::format("{}.{}.json", r.workload, r.impl.kind), to_json(r));
               results.push_back(std::move(r));
               write_run_document(false);

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json_io.h"
+#include "report/reporter.h"
 #include "search/beam_search.h"
 #include "targets/registry.h"
 #include "workload/registry.h"

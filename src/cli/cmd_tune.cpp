@@ -5,23 +5,16 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "report/reporter.h"
 #include "report/table.h"
 #include "search/tuner.h"
 #include "targets/registry.h"
 #include "workload/registry.h"
 
 namespace opbench::cli {
-namespace {
-
-std::string progress_bar(size_t done, size_t total, size_t width = 24) {
-  if (total == 0) return std::string(width, '?');
-  size_t filled = std::min(width, done * width / total);
-  return std::string(filled, '#') + std::string(width - filled, '.');
-}
-
-}  // namespace
 
 Command add_tune(CLI::App& root) {
   auto* app = root.add_subcommand("tune", "Search a kernel's declared parameters (// opbench:param NAME values...)");
@@ -30,6 +23,7 @@ Command add_tune(CLI::App& root) {
     SharedEvalFlags flags;
     TuneOptions tune;
     int top = 10;
+    std::string format = "console";
   };
   auto o = std::make_shared<Options>();
   app->add_option("workload", o->workload, "Workload id or unique prefix")->required();
@@ -44,6 +38,7 @@ Command add_tune(CLI::App& root) {
   app->add_option("--db", o->db, "SQLite result store (default: $OPBENCH_DB or ~/.cache/opbench/opbench.sqlite)");
   app->add_option("--top", o->top, "Rows of the final table")->check(CLI::Range(0, 1000000000))->capture_default_str();
   add_shared_eval_flags(app, o->flags);
+  add_format_flag(app, o->format);
   return {app, [o] {
             if (o->kernel.empty() == o->impl.empty()) throw UsageError("give either a kernel source file or --impl expert");
             Registry registry(Registry::default_root());
@@ -63,24 +58,45 @@ Command add_tune(CLI::App& root) {
             const size_t planned = o->tune.budget > 0 ? size_t(o->tune.budget) : size_t(space);
             fmt::print(stderr, "tuning {} on {} ({} size), {} points in the space, strategy {}\n", kernel.source.string(), spec.id,
                        options.eval.size, space, options.strategy);
+            ProgressBar bar(planned);
             auto on_point = [&](const TunedPoint& t, const TuneOutcome& so_far) {
               auto best = so_far.best();
-              std::string line = fmt::format("[{}] {} measured, {} cached | {} {}: {}{} | best {}", progress_bar(so_far.measured, planned),
+              std::string line = fmt::format("{} measured, {} cached | {} {}: {}{} | best {}",
                                              so_far.measured, so_far.cached, t.cached ? "cached" : "measured",
                                              describe_point(t.point), status_name(t.result.status),
                                              t.result.status == Status::correct ? fmt::format(" {:.3f}x", t.result.speedup) : "",
                                              best ? fmt::format("{:.3f}x", best->result.speedup) : "-");
-              if (isatty(2)) progress_line(line);
-              else fmt::print(stderr, "{}\n", line);
+              // Cached points cost nothing: only measured ones advance the bar and its estimate.
+              if (t.cached) bar.note(line);
+              else bar.step_done(line);
             };
             TuneOutcome out = tune(spec, kernel, *target, store, options, on_point);
-            progress_done();
+            bar.clear();
             std::vector<const TunedPoint*> ranked;
             for (const auto& v : out.visited) ranked.push_back(&v);
             std::stable_sort(ranked.begin(), ranked.end(), [](auto* a, auto* b) {
               bool ca = a->result.status == Status::correct, cb = b->result.status == Status::correct;
               return ca != cb ? ca : a->result.speedup > b->result.speedup;
             });
+            if (o->format != "console") {
+              ReportTable points;
+              points.title = fmt::format("tune {} on {}", kernel.source.string(), spec.id);
+              points.columns = {"rank", "parameters", "status", "median ms", "speedup", "ci95 low", "ci95 high", "source"};
+              for (size_t i = 0; i < ranked.size(); ++i) {
+                const auto& r = ranked[i]->result;
+                const bool ok = r.status == Status::correct;
+                auto num = [ok](double v) { return ok ? nlohmann::json(v) : nlohmann::json(nullptr); };
+                points.rows.push_back({i + 1, describe_point(ranked[i]->point), std::string(status_name(r.status)), num(r.median_ms),
+                                       num(r.speedup), num(r.ci95_low), num(r.ci95_high), ranked[i]->cached ? "cached" : "measured"});
+              }
+              points.notes.push_back(fmt::format("{} points visited: {} measured, {} from the store; stopped: {}", out.visited.size(),
+                                                 out.measured, out.cached, out.stop_reason));
+              ReportData data;
+              data.title = points.title;
+              data.tables.push_back(std::move(points));
+              print_report(o->format, data);
+              return out.best() ? 0 : 1;
+            }
             TextTable table({"rank", "parameters", "status", "median ms", "speedup", "95% CI", "source"});
             for (size_t i = 0; i < ranked.size() && i < size_t(o->top); ++i) {
               const auto& r = ranked[i]->result;

@@ -31,6 +31,9 @@ Command add_search(CLI::App& root);
 Command add_leaderboard(CLI::App& root);
 Command add_merge(CLI::App& root);
 Command add_slurm(CLI::App& root);
+Command add_calibrate(CLI::App& root);
+Command add_report(CLI::App& root);
+Command add_compare(CLI::App& root);
 
 // Parses "--set M=256" values into a symbol table; throws UsageError on a malformed one.
 SymbolTable parse_overrides(const std::vector<std::string>& assignments);
@@ -88,9 +91,13 @@ opbench::EvalOptions make_eval_options(const SharedEvalFlags& flags);
 
 }  // namespace opbench::cli
 
+#include <optional>
+
 namespace opbench {
 class Registry;
 struct WorkloadSpec;
+struct MachineProfile;
+struct ReportData;
 }  // namespace opbench
 
 namespace opbench::cli {
@@ -112,5 +119,17 @@ struct RunJob {
 // Every evaluation the flags select (the shard option aside), in the order the user named them;
 // `skipped` gets the workload/implementation pairs that do not exist.
 std::vector<RunJob> plan_run(const Registry& registry, const RunFlags& flags, std::vector<std::string>* skipped);
+// --format console|json|csv|md|html: how a command prints what it measured (src/report/reporter.h).
+void add_format_flag(CLI::App* app, std::string& format);
+// Renders `data` in `format` to stdout.
+void print_report(const std::string& format, const ReportData& data);
+
+// The machine profile an evaluating command measures results against: the stored one, or a quick
+// calibration on first use (stored for next time). Empty, with a note on stderr, when the target
+// cannot be calibrated: results then carry no roofline block.
+std::optional<MachineProfile> profile_for_evaluation(const std::string& target, int threads);
+// Gives the harness the profile's ceilings at options.threads (EvalOptions::peak_flops_per_s and
+// peak_bytes_per_s), so its verdicts hold the median against the roofline floor.
+void apply_profile(opbench::EvalOptions& options, const MachineProfile& profile);
 
 }  // namespace opbench::cli

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       opbench::cli::add_run(app),  opbench::cli::add_dump(app), opbench::cli::add_gemm_floor(app), opbench::cli::add_lint(app), opbench::cli::add_tune(app),
       opbench::cli::add_prompt(app), opbench::cli::add_search(app), opbench::cli::add_leaderboard(app),
       opbench::cli::add_merge(app), opbench::cli::add_slurm(app),
+      opbench::cli::add_calibrate(app), opbench::cli::add_report(app), opbench::cli::add_compare(app),
   };
   try {
     app.parse(argc, argv);

@@ -129,6 +129,13 @@ json to_json(const Result& r) {
                     {"worker_cpus", g.worker_cpus},
                     {"checks_not_run", g.checks_not_run}};
   j["timestamp"] = r.timestamp;
+  if (r.roofline) {
+    const RooflineInfo& f = *r.roofline;
+    j["roofline"] = {{"profile_id", f.profile_id}, {"threads", f.threads}, {"peak_gflops", number(f.peak_gflops)},
+                     {"peak_gbytes_per_s", number(f.peak_gbytes_per_s)}, {"intensity", number(f.intensity)},
+                     {"useful_intensity", number(f.useful_intensity)}, {"floor_ms", number(f.floor_ms)},
+                     {"fraction", number(f.fraction)}, {"bound", f.bound}, {"flags", f.flags}};
+  }
   j["opbench_version"] = r.opbench_version.empty() ? opbench_version() : r.opbench_version;
   return j;
 }
@@ -211,6 +218,21 @@ Result result_from_json(const json& j) {
   }
   r.timestamp = j.value("timestamp", "");
   r.opbench_version = j.value("opbench_version", "");
+  if (auto it = j.find("roofline"); it != j.end() && it->is_object()) {
+    const json& f = *it;
+    RooflineInfo info;
+    info.profile_id = f.value("profile_id", "");
+    info.threads = f.value("threads", 0);
+    info.peak_gflops = read_number(f, "peak_gflops");
+    info.peak_gbytes_per_s = read_number(f, "peak_gbytes_per_s");
+    info.intensity = read_number(f, "intensity");
+    info.useful_intensity = read_number(f, "useful_intensity");
+    info.floor_ms = read_number(f, "floor_ms");
+    info.fraction = read_number(f, "fraction");
+    info.bound = f.value("bound", "");
+    info.flags = f.value("flags", std::vector<std::string>{});
+    r.roofline = info;
+  }
   return r;
 }
 

@@ -86,6 +86,20 @@ struct WorkInfo {
   double gflops_per_s = 0, gbytes_per_s = 0, intensity = 0;
 };
 
+// Where a result sits under the machine's roofline (src/calibrate/roofline.h computes it from a
+// machine profile). Absent when no profile was at hand.
+struct RooflineInfo {
+  std::string profile_id;           // the machine profile the roofs come from
+  int threads = 0;                  // the thread count whose roofs were used
+  double peak_gflops = 0, peak_gbytes_per_s = 0;  // the roofs at those threads
+  double intensity = 0;             // work.flops / work.bytes: as written (FLOP per byte)
+  double useful_intensity = 0;      // work.useful_flops / work.bytes
+  double floor_ms = 0;              // max(bytes / peak bandwidth, useful FLOPs / peak FLOP/s)
+  double fraction = 0;              // floor_ms / measured median (NaN without timing)
+  std::string bound;                // "compute" or "memory": which roof sets the floor
+  std::vector<std::string> flags;   // "below_roofline_floor": measured faster than the machine allows
+};
+
 struct Result {
   std::string workload, size, target;
   nlohmann::json shape;  // resolved shape symbols
@@ -104,6 +118,7 @@ struct Result {
   IntegrityInfo integrity;
   std::string timestamp;
   std::string opbench_version;  // the program that measured it; empty: this one
+  std::optional<RooflineInfo> roofline;
 };
 
 nlohmann::json to_json(const Result& r);
