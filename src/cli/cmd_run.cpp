@@ -14,6 +14,7 @@
 
 #include "calibrate/roofline.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cluster/run_identity.h"
 #include "cluster/shard.h"
 #include "core/error.h"
@@ -166,6 +167,7 @@ Command add_run(CLI::App& root) {
             };
             // Written before anything runs, so an --out that cannot be written fails now, not after an hour.
             write_run_document(false);
+            ProgressBar bar(jobs.size());
             for (size_t i = 0; i < jobs.size(); ++i) {
               const Job& job = jobs[i];
               const std::string prefix = fmt::format("[{}/{}] {} {}", i + 1, jobs.size(), job.spec->id, job.kind);
@@ -174,27 +176,30 @@ Command add_run(CLI::App& root) {
               try {
                 std::string note;
                 Implementation impl = tuned_builtin(*job.spec, job.kind, options.size, threads, store.get(), &note);
-                if (!note.empty()) fmt::print(stderr, "{}: {}\n", prefix, note);
+                if (!note.empty()) {
+                  bar.clear();
+                  fmt::print(stderr, "{}: {}\n", prefix, note);
+                }
                 r = evaluate(*job.spec, impl, *target, options);
               } catch (const UsageError&) {
                 throw;
               } catch (const std::exception& e) {
                 // A harness-side failure on one workload must not lose it or the others: it is an entry.
-                progress_done();
                 r = harness_error_result(job.spec->id, job.kind, job.spec->implementation(job.kind).string(), options, o->flags.target,
                                          threads, e.what());
               }
-              progress_done();
-              if (r.status == Status::harness_error)
-                fmt::print(stderr, "{}: harness error: {}\n", prefix, utf8_sanitize(r.message));
-              else
-                fmt::print(stderr, "{}: {}{}\n", prefix, status_name(r.status),
-                           r.timing && r.speedup ? fmt::format(" {:.3f} ms, speedup {:.3f}", r.timing->per_call_ms.median, r.speedup->vs_baseline) : "");
               if (profile && r.status != Status::harness_error) attach_roofline(r, *profile);
+              if (r.status == Status::harness_error)
+                bar.step_done(fmt::format("{}: harness error: {}", prefix, utf8_sanitize(r.message)));
+              else
+                bar.step_done(fmt::format("{}: {}{}{}", prefix, status_name(r.status),
+                                          r.timing && r.speedup ? fmt::format(" {:.3f} ms, speedup {:.3f}", r.timing->per_call_ms.median, r.speedup->vs_baseline) : "",
+                                          r.roofline && std::isfinite(r.roofline->fraction) ? fmt::format(", {:.0f}% of roofline", 100 * r.roofline->fraction) : ""));
               write_json_atomic(out_dir / fmt::format("{}.{}.json", r.workload, r.impl.kind), to_json(r));
               results.push_back(std::move(r));
               write_run_document(false);
             }
+            bar.clear();
             write_run_document(true);
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             fmt::print("{}", render_scoreboard(results));
