@@ -44,8 +44,9 @@ summary{cursor:pointer}pre{background:#f6f8fa;padding:8px;overflow:auto;max-heig
 // reads it from the DOM) and not only in a console nobody watches.
 constexpr const char* kErrorHook = R"JS(
 window.opbenchErrors=[];
-window.addEventListener('error',function(e){window.opbenchErrors.push(String(e.message||e));document.documentElement.setAttribute('data-js-errors',String(window.opbenchErrors.length));});
-window.addEventListener('unhandledrejection',function(e){window.opbenchErrors.push('unhandled rejection: '+String(e.reason));document.documentElement.setAttribute('data-js-errors',String(window.opbenchErrors.length));});
+window.opbenchError=function(text){window.opbenchErrors.push(text);document.documentElement.setAttribute('data-js-errors',window.opbenchErrors.join(' | '));};
+window.addEventListener('error',function(e){window.opbenchError(String(e.message||e)+(e.lineno?' (line '+e.lineno+':'+e.colno+')':''));});
+window.addEventListener('unhandledrejection',function(e){window.opbenchError('unhandled rejection: '+String(e.reason));});
 )JS";
 
 // Sorting (click a header; numbers by their data-num value, missing values last), tooltips, and a
@@ -74,7 +75,7 @@ document.querySelectorAll('[data-tip]').forEach(function(el){
   el.addEventListener('mouseleave',function(){tip.style.display='none';});});
 var m=/^#sort=([\w-]+):([\w-]+)(:desc)?$/.exec(location.hash);
 if(m){var th=document.querySelector('#'+m[1]+' th[data-col="'+m[2]+'"]');
-  if(th){th.click();if(m[3])th.click();}else{window.opbenchErrors.push('no column '+m[2]);document.documentElement.setAttribute('data-js-errors','no column');}}
+  if(th){th.click();if(m[3])th.click();}else{window.opbenchError('no column '+m[2]+' in table '+m[1]);}}
 document.documentElement.setAttribute('data-ready','1');
 })();
 )JS";
