@@ -7,7 +7,7 @@
  *   my_kernel<<<grid, block, 0, s>>>(...);
  *   OB_CUDA_TRY(cudaGetLastError());
  *
- * ob_run returns 0 on success; OB_CUDA_TRY returns kObCudaErrorBase + the cudaError_t value, so the
+ * ob_run returns 0 on success; OB_CUDA_TRY returns OB_CUDA_ERROR_BASE + the cudaError_t value, so the
  * result names the CUDA error.
  */
 #ifndef OPBENCH_CUDA_UTIL_CUH

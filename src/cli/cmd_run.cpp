@@ -29,7 +29,6 @@
 #include "workload/registry.h"
 
 namespace opbench::cli {
-namespace {
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
@@ -43,6 +42,8 @@ std::vector<std::string> split_list(const std::string& text) {
   }
   return out;
 }
+
+namespace {
 
 std::string default_out_dir() {
   std::time_t t = std::time(nullptr);

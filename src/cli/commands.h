@@ -34,6 +34,11 @@ Command add_slurm(CLI::App& root);
 Command add_calibrate(CLI::App& root);
 Command add_report(CLI::App& root);
 Command add_compare(CLI::App& root);
+Command add_build(CLI::App& root);
+Command add_crosscheck(CLI::App& root);
+
+// "a,b,,c" -> {"a", "b", "c"}
+std::vector<std::string> split_list(const std::string& text);
 
 // Parses "--set M=256" values into a symbol table; throws UsageError on a malformed one.
 SymbolTable parse_overrides(const std::vector<std::string>& assignments);
@@ -83,6 +88,7 @@ struct SharedEvalFlags {
   double max_eval_time = 0;  // whole evaluation, seconds; 0: no bound
   std::string max_memory;    // e.g. 2G, 512M; empty: a quarter of the available memory
   bool no_timing = false;
+  bool warm_l2 = false;
   std::string sandbox = "on";
   std::vector<std::string> set;
 };

@@ -149,6 +149,7 @@ void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f) {
       ->check(finite_number(0, kLongestSeconds, true));
   app->add_option("--max-memory", f.max_memory, "Most memory one evaluation's buffers may take, e.g. 2G or 512M (default: a quarter of the available memory)");
   app->add_flag("--no-timing", f.no_timing, "Check correctness only");
+  app->add_flag("--warm-l2", f.warm_l2, "cuda: keep L2 warm between timed calls (default: flushed before every call, as nvbench does)");
   app->add_option("--set", f.set, "Override a shape symbol, e.g. --set M=256 (repeatable)");
   app->add_option("--sandbox", f.sandbox, "Confine the workers (on); off only to measure what the sandbox costs")
       ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
@@ -162,6 +163,7 @@ EvalOptions make_eval_options(const SharedEvalFlags& f) {
   o.trials = f.trials;
   o.time = !f.no_timing;
   o.sandbox = f.sandbox == "on";
+  o.warm_l2 = f.warm_l2;
   o.timing.max_seconds = f.max_time;
   o.timing.min_seconds = std::min(o.timing.min_seconds, f.max_time);
   o.timing.call_timeout_s = f.timeout;

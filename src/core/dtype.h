@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <opbench/kernel.h>
 
@@ -31,5 +32,9 @@ inline std::string_view dtype_name(DType t) {
 }
 
 DType parse_dtype(std::string_view name);  // throws SpecError on an unknown name
+
+// `n` elements of type `from` converted to type `to` (bf16 <-> f32 exactly or round-to-nearest-even;
+// i32 unchanged). The bytes of the result, to.size() * n.
+std::vector<std::byte> convert_elements(const void* data, size_t n, DType from, DType to);
 
 }  // namespace opbench

@@ -41,12 +41,15 @@ void fill_input_set(const ResolvedWorkload& w, BufferSet& inputs, int set, uint6
   }
 }
 
-Implementation builtin_implementation(const WorkloadSpec& spec, const std::string& kind) {
+Implementation builtin_implementation(const WorkloadSpec& spec, const std::string& kind, const std::string& extension) {
   if (kind != "reference" && kind != "baseline" && kind != "expert")
     throw UsageError(fmt::format("unknown implementation '{}' (use reference, baseline or expert)", kind));
-  if (!spec.has_implementation(kind))
-    throw UsageError(fmt::format("{} has no {} implementation ({} not found)", spec.id, kind, spec.implementation(kind).string()));
-  return Implementation{kind, spec.implementation(kind), {}};
+  if (kind == "reference" && extension != ".cpp")
+    throw UsageError(fmt::format("the reference is the cpu's fp32 oracle; on this target check the baseline against it with "
+                                 "opbench crosscheck {}", spec.id));
+  if (!spec.has_implementation(kind, extension))
+    throw UsageError(fmt::format("{} has no {} implementation ({} not found)", spec.id, kind, spec.implementation(kind, extension).string()));
+  return Implementation{kind, spec.implementation(kind, extension), {}};
 }
 
 Result evaluate(const WorkloadSpec& spec, const Implementation& candidate, Target& target, const EvalOptions& options) {

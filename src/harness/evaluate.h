@@ -26,7 +26,8 @@ struct Implementation {
 };
 
 // A built-in implementation of a workload by kind; throws UsageError when the workload has none.
-Implementation builtin_implementation(const WorkloadSpec& spec, const std::string& kind);
+// `extension` is the target's (Target::source_extension()).
+Implementation builtin_implementation(const WorkloadSpec& spec, const std::string& kind, const std::string& extension = ".cpp");
 
 struct EvalOptions {
   std::string size = "cpu";
@@ -35,6 +36,7 @@ struct EvalOptions {
   int trials = 3;         // correctness trials, each on its own freshly seeded input set
   bool time = true;       // false: correctness only
   bool sandbox = true;    // false: workers run unconfined (measuring the sandbox's cost, nothing else)
+  bool warm_l2 = false;   // cuda: L2 kept warm between timed calls (default: flushed before each, cold)
   TimingOptions timing;
   // Wall-time bound of the whole evaluation (build, oracle, trials, timing, guards), seconds; 0: none.
   // The timing phase's cap shrinks to fit; guards that no longer fit are skipped and say so.

@@ -1,5 +1,6 @@
 #include "harness/lint.h"
 
+#include "core/files.h"
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -188,7 +189,7 @@ LintReport lint_workload(const WorkloadSpec& spec, Target& target) {
   }
 
   // The FLOP formula against the reference's own operation count.
-  const std::string counter = (std::filesystem::path(OPBENCH_SOURCE_DIR) / "src" / "lint" / "counting_double.h").string();
+  const std::string counter = (source_root() / "src" / "lint" / "counting_double.h").string();
   BuildOutcome counted = target.build({spec.implementation("reference"), "reference-counted", true, {}, {"-include", counter}});
   if (!counted.ok) {
     add("flop_formula", true, "the reference does not build with the operation counter (keep all arithmetic in `double`):\n" +

@@ -136,6 +136,12 @@ json to_json(const Result& r) {
                      {"useful_intensity", number(f.useful_intensity)}, {"floor_ms", number(f.floor_ms)},
                      {"fraction", number(f.fraction)}, {"bound", f.bound}, {"flags", f.flags}};
   }
+  if (r.device) {
+    const DeviceInfo& d = *r.device;
+    j["device"] = {{"name", utf8_sanitize(d.name)}, {"driver", d.driver}, {"l2_flushed", d.l2_flushed},
+                   {"sm_clock_max_mhz", number(d.sm_clock_max_mhz)}, {"sm_clock_min_mhz", number(d.sm_clock_min_mhz)},
+                   {"sm_clock_median_mhz", number(d.sm_clock_median_mhz)}, {"throttle", d.throttle}};
+  }
   j["opbench_version"] = r.opbench_version.empty() ? opbench_version() : r.opbench_version;
   return j;
 }
@@ -232,6 +238,18 @@ Result result_from_json(const json& j) {
     info.bound = f.value("bound", "");
     info.flags = f.value("flags", std::vector<std::string>{});
     r.roofline = info;
+  }
+  if (auto it = j.find("device"); it != j.end() && it->is_object()) {
+    const json& d = *it;
+    DeviceInfo info;
+    info.name = d.value("name", "");
+    info.driver = d.value("driver", "");
+    info.l2_flushed = d.value("l2_flushed", true);
+    info.sm_clock_max_mhz = read_number(d, "sm_clock_max_mhz");
+    info.sm_clock_min_mhz = read_number(d, "sm_clock_min_mhz");
+    info.sm_clock_median_mhz = read_number(d, "sm_clock_median_mhz");
+    info.throttle = d.value("throttle", "");
+    r.device = info;
   }
   return r;
 }

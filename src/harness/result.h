@@ -100,6 +100,18 @@ struct RooflineInfo {
   std::vector<std::string> flags;   // "below_roofline_floor": measured faster than the machine allows
 };
 
+// The accelerator a result was measured on (cuda), as nvbench reports it beside each figure: the
+// device, whether L2 was flushed before every call, and the SM clock and throttle reasons read
+// after each of the candidate's timed batches. Absent on the cpu target.
+struct DeviceInfo {
+  std::string name, driver;
+  bool l2_flushed = true;
+  double sm_clock_max_mhz = 0;     // the device's maximum
+  double sm_clock_min_mhz = 0;     // lowest reading after a timed batch (0: not read)
+  double sm_clock_median_mhz = 0;
+  std::string throttle;            // reasons seen during timing, in words; empty: none
+};
+
 struct Result {
   std::string workload, size, target;
   nlohmann::json shape;  // resolved shape symbols
@@ -119,6 +131,7 @@ struct Result {
   std::string timestamp;
   std::string opbench_version;  // the program that measured it; empty: this one
   std::optional<RooflineInfo> roofline;
+  std::optional<DeviceInfo> device;
 };
 
 nlohmann::json to_json(const Result& r);

@@ -53,6 +53,9 @@ constexpr double kFreshMinPartS = 0.002;
 constexpr double kRooflineUntrustedShare = 0.5;
 // CPU time above threads x wall by this factor means the kernel ran more threads than it was given.
 constexpr double kThreadOveruse = 1.25;
+// Device timers: how much more per call than the baseline the candidate's batches may hold outside
+// the device's events (launch, synchronisation and copy latencies vary by tens of microseconds).
+constexpr double kDeviceOverheadSlackMs = 0.05;
 
 Status status_of(const BatchOutcome& b) {
   if (b.kind == BatchOutcome::Kind::untrusted) return Status::untrusted;  // i11: a worker that would not freeze
@@ -150,7 +153,7 @@ Result EvaluationSession::run() {
 // 1. Both sides built. The baseline is trusted and may link the vendor libraries.
 bool EvaluationSession::build() {
   say("building");
-  const Implementation baseline_impl = builtin_implementation(spec_, "baseline");
+  const Implementation baseline_impl = builtin_implementation(spec_, "baseline", target_.source_extension());
   baseline_build_ = target_.build({baseline_impl.source, "baseline", true, {}, {}});
   if (!baseline_build_.ok)
     throw std::runtime_error(fmt::format("the baseline of {} does not build:\n{}", spec_.id, baseline_build_.log));
@@ -295,12 +298,13 @@ bool EvaluationSession::oracle() {
   LaunchOptions launch_options;
   launch_options.threads = threads_;
   launch_options.sandbox = options_.sandbox;
+  launch_options.warm_l2 = options_.warm_l2;
   baseline_launch_ = target_.launch(baseline_build_, *inputs_, *baseline_out_, launch_options);
   if (!baseline_launch_.runner) throw std::runtime_error("the baseline did not load: " + baseline_launch_.reason);
   baseline_ = baseline_launch_.runner.get();
   say("warming up the baseline");
   const BatchOutcome warm = baseline_batch(0, sets_, long_limit());
-  baseline_call_s_ = warm.parent_seconds / sets_;
+  baseline_call_s_ = warm.record_seconds() / sets_;
   return true;
 }
 
@@ -309,6 +313,7 @@ bool EvaluationSession::launch() {
   LaunchOptions launch_options;
   launch_options.threads = threads_;
   launch_options.sandbox = options_.sandbox;
+  launch_options.warm_l2 = options_.warm_l2;
   candidate_launch_ = target_.launch(candidate_build_, *inputs_, *candidate_out_, launch_options);
   if (!candidate_launch_.runner) {
     const Status s = candidate_launch_.failure == LaunchOutcome::Failure::rejected    ? Status::rejected
@@ -341,7 +346,7 @@ bool EvaluationSession::correctness() {
     expected_.capture(*baseline_out_, set);
     auto b = candidate_batch(set, 1, call_limit());
     if (!b) return false;
-    candidate_call_s_ = std::min(candidate_call_s_, b->parent_seconds);
+    candidate_call_s_ = std::min(candidate_call_s_, b->record_seconds());
     if (!verify_candidate(set, 1, fmt::format("trial {}", trial + 1), true)) return false;
     ++r_.correctness.passed;
   }
@@ -366,6 +371,11 @@ bool EvaluationSession::timing() {
   std::vector<double> worker_ms;
   size_t baseline_calls = 0, candidate_calls = 0;
   std::vector<double> base_ms, cand_ms;
+  // Device timers (cuda): the parent's clock around each batch holds the flush, the synchronisation
+  // and the copies back too; what it holds beyond the device time is compared between the sides.
+  const bool device_timer = kernel_->capabilities().device_timer;
+  std::vector<double> cand_overhead_ms, base_overhead_ms, host_excess_ms, sm_clocks;
+  uint64_t throttle = 0;
   auto batch_limit = [&](double call_s) {
     return std::chrono::milliseconds(int64_t(std::max(topts.call_timeout_s, 5.0 * call_s * calls) * 1000));
   };
@@ -379,13 +389,20 @@ bool EvaluationSession::timing() {
       const bool baseline_turn = (side == 0) == baseline_first;
       if (baseline_turn) {
         const BatchOutcome b = baseline_batch(first, calls, batch_limit(baseline_call_s_));
-        sample.baseline_call_s = b.parent_seconds / calls;
+        sample.baseline_call_s = b.record_seconds() / calls;
+        if (device_timer) base_overhead_ms.push_back((b.parent_seconds - b.record_seconds()) / calls * 1e3);
         for (int i = 0; i < calls; ++i) expected_.capture(*baseline_out_, (first + i) % sets_);
       } else {
         auto b = candidate_batch(first, calls, batch_limit(candidate_call_s_));
         if (!b) return std::nullopt;
-        sample.candidate_call_s = b->parent_seconds / calls;
+        sample.candidate_call_s = b->record_seconds() / calls;
         sample.candidate_worker_call_s = b->worker_seconds / calls;
+        if (device_timer) {
+          cand_overhead_ms.push_back((b->parent_seconds - b->record_seconds()) / calls * 1e3);
+          host_excess_ms.push_back((b->worker_seconds - b->record_seconds()) / calls * 1e3);
+          if (b->sm_clock_mhz > 0) sm_clocks.push_back(b->sm_clock_mhz);
+          throttle |= b->throttle_reasons;
+        }
         // A candidate that ran first must not have touched the inputs the baseline then answers for.
         std::string which;
         if (!inputs_intact(first, calls, &which)) {
@@ -421,9 +438,32 @@ bool EvaluationSession::timing() {
   t.seconds = pt.seconds;
   t.stop_reason = pt.stop_reason;
   t.outlier_pairs = pt.outlier_pairs;
-  // The parent's clock is the figure of record; a large gap to the worker's own clock means time
-  // spent outside the calls (process start-up, paging) or a worker that misreports.
-  if (t.parent_over_worker > 1.05 || t.parent_over_worker < 0.95) t.flags.push_back("parent_worker_clock_disagree");
+  if (!device_timer) {
+    // The parent's clock is the figure of record; a large gap to the worker's own clock means time
+    // spent outside the calls (process start-up, paging) or a worker that misreports.
+    if (t.parent_over_worker > 1.05 || t.parent_over_worker < 0.95) t.flags.push_back("parent_worker_clock_disagree");
+  } else {
+    // The device's events are the figure of record. The worker reports them, so the parent's clock
+    // checks them: the candidate's time outside its events (flush, synchronisation, copies back, the
+    // same work for both sides) may not exceed the baseline's by much; and the worker's host clock
+    // around each call (which waits for the whole device) may not exceed the events by much, or the
+    // kernel left work on streams the events do not see.
+    const double cand_over = summarize(cand_overhead_ms).median, base_over = summarize(base_overhead_ms).median;
+    if (cand_over > base_over + std::max(kDeviceOverheadSlackMs, 0.5 * base_over)) t.flags.push_back("device_time_unexplained");
+    if (summarize(host_excess_ms).median > kDeviceOverheadSlackMs + 0.1 * t.per_call_ms.median) t.flags.push_back("work_outside_stream");
+    const DeviceDescription d = kernel_->device();
+    DeviceInfo info;
+    info.name = d.name;
+    info.driver = d.driver;
+    info.l2_flushed = d.l2_flushed;
+    info.sm_clock_max_mhz = d.sm_clock_max_mhz;
+    if (!sm_clocks.empty()) {
+      info.sm_clock_min_mhz = *std::min_element(sm_clocks.begin(), sm_clocks.end());
+      info.sm_clock_median_mhz = summarize(sm_clocks).median;
+    }
+    info.throttle = throttle_reason_words(throttle);
+    r_.device = info;
+  }
   if (pt.stop_reason == "time_cap") t.flags.push_back("precision_not_reached");
   const RatioEstimate& ratio = pt.estimate;
   r_.speedup = SpeedupInfo{ratio.geomean, ratio.ci95_low, ratio.ci95_high, t.baseline_per_call_ms.median / t.per_call_ms.median,
@@ -462,9 +502,9 @@ bool EvaluationSession::fresh_inputs() {
   double shortest_part = INFINITY;
   for (int round = 0; round < kFreshRounds; ++round) {
     for (int s = 0; s < fresh; ++s) refill(s);
-    const double base_seen = baseline_batch(fresh, seen, long_limit()).parent_seconds / seen;
+    const double base_seen = baseline_batch(fresh, seen, long_limit()).record_seconds() / seen;
     for (int s = fresh; s < sets_; ++s) expected_.capture(*baseline_out_, s);
-    const double base_new = baseline_batch(0, fresh, long_limit()).parent_seconds / fresh;
+    const double base_new = baseline_batch(0, fresh, long_limit()).record_seconds() / fresh;
     for (int s = 0; s < fresh; ++s) expected_.capture(*baseline_out_, s);
     double cand_time[2];
     const int firsts[2] = {fresh, 0}, counts[2] = {seen, fresh};
@@ -473,8 +513,8 @@ bool EvaluationSession::fresh_inputs() {
       if (!b) return false;
       if (!verify_candidate(firsts[part], counts[part], part == 0 ? "a call on seen inputs" : "a call on never-seen inputs", true))
         return false;
-      cand_time[part] = b->parent_seconds / counts[part];
-      shortest_part = std::min(shortest_part, b->parent_seconds);
+      cand_time[part] = b->record_seconds() / counts[part];
+      shortest_part = std::min(shortest_part, b->record_seconds());
     }
     cand_ratios.push_back(cand_time[1] / cand_time[0]);
     base_ratios.push_back(base_new / base_seen);
@@ -527,7 +567,9 @@ void EvaluationSession::verdicts() {
     }
   }
   // Thread use: CPU time from outside the worker against threads x the time it was running calls.
-  if (kernel_->capabilities().cpu_time_accounting && candidate_cpu_at_launch_ >= 0) {
+  // (Not on a device timer: the GPU worker's CPU waits on the device and copies tensors, and its
+  // kernels' threads are not the CPU's.)
+  if (kernel_->capabilities().cpu_time_accounting && !kernel_->capabilities().device_timer && candidate_cpu_at_launch_ >= 0) {
     const double cpu = kernel_->cpu_seconds_total() - candidate_cpu_at_launch_;
     r_.integrity.worker_cpu_s = cpu;
     // i11: the baseline's CPU, and the candidate's CPU against threads x the wall time of its requests.
@@ -549,6 +591,9 @@ void EvaluationSession::verdicts() {
     if (flag == "parent_worker_clock_disagree")
       why.push_back(fmt::format("the parent's and the worker's clocks disagree ({:.3f})", t.parent_over_worker));
     if (flag == "below_roofline_floor") why.push_back("faster than the roofline floor");
+    if (flag == "device_time_unexplained")
+      why.push_back("the parent's clock holds more beyond the device's events for the candidate than for the baseline");
+    if (flag == "work_outside_stream") why.push_back("the device stayed busy after the events on the harness stream ended");
   }
   if (!why.empty()) {
     sp.standing = "unreliable";

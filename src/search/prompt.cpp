@@ -82,7 +82,7 @@ std::string measurements_text(const nlohmann::json& f) {
 
 }  // namespace
 
-std::filesystem::path default_context_dir() { return std::filesystem::path(OPBENCH_SOURCE_DIR) / "context" / "cpu"; }
+std::filesystem::path default_context_dir() { return source_root() / "context" / "cpu"; }
 
 std::string drop_menu_entries(const std::string& menu, double dropout, uint64_t seed) {
   if (dropout <= 0) return menu;
@@ -169,7 +169,7 @@ std::string assemble_prompt(const WorkloadSpec& spec, const ResolvedWorkload& w,
 
   section(out, "Reference implementation", "```cpp\n" + read_file(spec.implementation("reference")) + "```\n");
   section(out, "Kernel interface (include/opbench/kernel.h)",
-          "```c\n" + read_file(std::filesystem::path(OPBENCH_SOURCE_DIR) / "include" / "opbench" / "kernel.h") + "```\n");
+          "```c\n" + read_file(source_root() / "include" / "opbench" / "kernel.h") + "```\n");
 
   if (o.context) {
     const auto dir = o.context_dir.empty() ? default_context_dir() : o.context_dir;

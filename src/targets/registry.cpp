@@ -7,11 +7,18 @@
 
 #include "core/error.h"
 #include "targets/cpu/cpu_target.h"
+#ifdef OPBENCH_WITH_CUDA
+#include "targets/cuda/cuda_target.h"
+#endif
 
 namespace opbench {
 
 const std::vector<TargetInfo>& target_registry() {
-  static const std::vector<TargetInfo> registry{cpu::target_info()};
+  static const std::vector<TargetInfo> registry{cpu::target_info()
+#ifdef OPBENCH_WITH_CUDA
+                                                , cuda::target_info()
+#endif
+  };
   return registry;
 }
 
@@ -32,6 +39,16 @@ std::unique_ptr<Target> make_target(const std::string& name) {
   if (info.unavailable) {
     if (std::string why = info.unavailable(); !why.empty())
       throw UsageError(fmt::format("target '{}' cannot run on this machine: {}", name, why));
+  }
+  return info.make();
+}
+
+std::unique_ptr<Target> make_build_target(const std::string& name) {
+  const TargetInfo& info = target_info(name);
+  const auto& check = info.unbuildable ? info.unbuildable : info.unavailable;
+  if (check) {
+    if (std::string why = check(); !why.empty())
+      throw UsageError(fmt::format("target '{}' cannot build kernels on this machine: {}", name, why));
   }
   return info.make();
 }

@@ -21,6 +21,9 @@ struct TargetInfo {
   std::string context_dir;          // folder under context/ with the curated prompt context
   // Empty when the target can run here; otherwise why not (no GPU, no toolkit).
   std::function<std::string()> unavailable;
+  // Empty when kernels can be built here even if they cannot run (cuda: nvcc without a GPU);
+  // otherwise why not. Unset: building needs what running needs.
+  std::function<std::string()> unbuildable;
   std::function<std::unique_ptr<Target>()> make;
 };
 
@@ -30,6 +33,8 @@ const std::vector<TargetInfo>& target_registry();
 const TargetInfo& target_info(const std::string& name);
 // A ready target by name; throws UsageError when unknown or unavailable here (with the reason).
 std::unique_ptr<Target> make_target(const std::string& name);
+// A target for building (and vetting) kernels only: on cuda this works with nvcc and no GPU.
+std::unique_ptr<Target> make_build_target(const std::string& name);
 // The names, for option checks: "cpu", "cuda".
 std::vector<std::string> target_names();
 // Every size class any target offers, in declaration order (workload specs may declare these).

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -64,10 +65,19 @@ struct BatchOutcome {
   Kind kind = Kind::ok;
   double parent_seconds = 0;  // parent's monotonic clock, request sent to reply received
   double worker_seconds = 0;  // the worker's own clock around the calls: data, not the figure of record
+  // A device timer's sum over the calls (cuda: CUDA events on the harness stream around each call),
+  // -1 without one. Where a runner offers it (RunnerCapabilities::device_timer) it is the figure of
+  // record, and the parent's clock is the cross-check (see record_seconds()).
+  double device_seconds = -1;
+  // Readings the device took during the batch (cuda: SM clock, throttle reasons); empty elsewhere.
+  double sm_clock_mhz = 0;
+  uint64_t throttle_reasons = 0;
   int return_code = 0;        // kernel_error: what ob_run returned
   int signal = 0;             // crashed: the signal that ended the worker
   std::string detail;
   bool ok() const { return kind == Kind::ok; }
+  // The batch's time of record: the device timer where there is one, else the parent's clock.
+  double record_seconds() const { return device_seconds >= 0 ? device_seconds : parent_seconds; }
 };
 
 // What a target's runner can do beyond running batches. The harness asks for these instead of
@@ -77,6 +87,32 @@ struct RunnerCapabilities {
   bool operation_counter = false;   // operation_count() works for counting builds (the lint)
   bool freezes_when_idle = false;   // the worker cannot run between requests
   bool cpu_time_accounting = false; // cpu_seconds_total() measures the worker from outside
+  // Batches carry device_seconds: the time of record is the device's timer, and the parent's clock
+  // (which also holds the cache flush, the synchronisation and the copies back) cross-checks it.
+  bool device_timer = false;
+};
+
+// Why a device ran below its clock, as bits numbered the way NVML numbers its clock-event reasons
+// (the cuda target reports them); in words, "software power cap, hardware thermal slowdown".
+inline std::string throttle_reason_words(uint64_t reasons) {
+  static const std::pair<uint64_t, const char*> kNames[] = {
+      {0x2, "application clock setting"}, {0x4, "software power cap"},        {0x8, "hardware slowdown"},
+      {0x10, "sync boost"},               {0x20, "software thermal slowdown"}, {0x40, "hardware thermal slowdown"},
+      {0x80, "power brake"},              {0x100, "display clock setting"}};
+  std::string text;
+  for (const auto& [bit, name] : kNames)
+    if (reasons & bit) text += (text.empty() ? "" : ", ") + std::string(name);
+  if (reasons & ~uint64_t(0x1FF)) text += (text.empty() ? "" : ", ") + std::string("other");
+  return text;
+}
+
+// What a runner knows of the device it ran on (cuda); empty name on targets without one.
+struct DeviceDescription {
+  std::string name;                // "NVIDIA H200"
+  std::string driver;              // the driver's CUDA version
+  double sm_clock_max_mhz = 0;     // the device's maximum SM clock
+  bool l2_flushed = false;         // L2 flushed before every timed call (cold), else warm
+  size_t l2_bytes = 0;
 };
 
 class KernelRunner {
@@ -105,6 +141,8 @@ class KernelRunner {
   // CPUs the worker may run on (its affinity, set by the parent, unchangeable by the kernel); 0 when
   // not enforced.
   virtual int cpus_allowed() const { return 0; }
+  // The device the runner's kernel runs on (name empty: none, the host CPU).
+  virtual DeviceDescription device() const { return {}; }
 };
 
 struct LaunchOptions {
@@ -113,6 +151,7 @@ struct LaunchOptions {
   bool sandbox = true;              // false: no namespaces, no seccomp, no limits (ablation only)
   uint64_t memory_limit_bytes = 0;  // address-space limit of the worker beyond its arenas; 0: default
   uint64_t cpu_limit_seconds = 0;   // CPU time of the worker, all threads; 0: default
+  bool warm_l2 = false;             // cuda: keep L2 warm between timed calls (default: flushed, cold)
 };
 
 struct LaunchOutcome {
@@ -127,6 +166,8 @@ class Target {
   virtual ~Target() = default;
   virtual std::string name() const = 0;
   virtual DType float_dtype() const = 0;
+  // How implementation files of this target end: baseline.cpp (cpu), baseline.cu (cuda).
+  virtual std::string source_extension() const { return ".cpp"; }
   virtual BuildOutcome build(const BuildRequest& request) = 0;
   virtual std::unique_ptr<BufferSet> allocate(const std::vector<TensorInstance>& tensors, int sets,
                                               const std::string& label) = 0;

@@ -1,5 +1,6 @@
 #include "workload/registry.h"
 
+#include "core/files.h"
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -53,7 +54,7 @@ bool names(const std::string& pattern, const std::string& id) {
 
 std::filesystem::path Registry::default_root() {
   if (const char* env = std::getenv("OPBENCH_WORKLOADS")) return env;
-  return std::filesystem::path(OPBENCH_SOURCE_DIR) / "workloads";
+  return source_root() / "workloads";
 }
 
 Registry::Registry(std::filesystem::path root) : root_(std::move(root)) {

@@ -96,8 +96,8 @@ TensorSpec parse_tensor(const toml::table& t, const std::string& file, bool is_i
 
 }  // namespace
 
-bool WorkloadSpec::has_implementation(const std::string& kind) const {
-  return std::filesystem::exists(implementation(kind));
+bool WorkloadSpec::has_implementation(const std::string& kind, const std::string& extension) const {
+  return std::filesystem::exists(implementation(kind, extension));
 }
 
 WorkloadSpec load_workload(const std::filesystem::path& dir) {

@@ -48,8 +48,12 @@ struct WorkloadSpec {
   std::map<std::string, Tolerance> tolerances;  // by dtype name
   std::vector<GemmSpec> gemms;
 
-  std::filesystem::path implementation(const std::string& kind) const { return dir / (kind + ".cpp"); }
-  bool has_implementation(const std::string& kind) const;
+  // kind + the target's source extension: baseline.cpp (cpu), baseline.cu (cuda). The reference is
+  // always reference.cpp: the fp32 oracle every target's baseline is checked against.
+  std::filesystem::path implementation(const std::string& kind, const std::string& extension = ".cpp") const {
+    return dir / (kind + (kind == "reference" ? std::string(".cpp") : extension));
+  }
+  bool has_implementation(const std::string& kind, const std::string& extension = ".cpp") const;
 };
 
 // Parses `dir/workload.toml`; throws SpecError naming the file and the problem.

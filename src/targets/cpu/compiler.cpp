@@ -54,7 +54,7 @@ CompilerConfig CompilerConfig::from_environment() {
   CompilerConfig c;
   const char* cxx = std::getenv("OPBENCH_CXX");
   c.compiler = cxx && *cxx ? cxx : "c++";
-  c.include_dir = std::filesystem::path(OPBENCH_SOURCE_DIR) / "include";
+  c.include_dir = source_root() / "include";
   if (const char* dir = std::getenv("OPBENCH_CACHE"); dir && *dir) {
     c.cache_dir = dir;
   } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {

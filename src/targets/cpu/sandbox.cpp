@@ -60,13 +60,20 @@ const NamespaceSupport& namespace_support() {
 }
 
 std::vector<std::string> bwrap_command(const std::filesystem::path& worker, const std::filesystem::path& kernel,
-                                       const std::vector<std::string>& libraries) {
+                                       const std::vector<std::string>& libraries, const std::vector<std::string>& device_nodes) {
   // An empty root (bwrap's own tmpfs) holding only what the worker needs: no $HOME, no /var/tmp, no
   // /etc, no project tree, no other kernels, no vendor library a candidate does not link.
   std::vector<std::string> argv = namespace_flags(namespace_support().bwrap);
   auto add = [&argv](std::initializer_list<std::string> words) { argv.insert(argv.end(), words); };
   // No /proc at all: nothing of other processes, and no /proc/self/mem to bypass page protections.
-  add({"--tmpfs", "/proc", "--dev", "/dev", "--size", std::to_string(256 << 20), "--tmpfs", "/tmp"});
+  if (device_nodes.empty()) {
+    add({"--tmpfs", "/proc"});
+  } else {
+    // A GPU driver reads its own /proc and /sys entries; the pid namespace's /proc shows no other process.
+    add({"--proc", "/proc", "--ro-bind", "/sys", "/sys"});
+  }
+  add({"--dev", "/dev", "--size", std::to_string(256 << 20), "--tmpfs", "/tmp"});
+  for (const std::string& node : device_nodes) add({"--dev-bind", node, node});
   for (const std::string& library : libraries) add({"--ro-bind", library, library});
   // The loader's cache only lists where libraries are; the CPU topology lets libgomp and the
   // vendor libraries size themselves as they do outside. Neither holds anything of the user's.

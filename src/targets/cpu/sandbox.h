@@ -30,8 +30,10 @@ inline constexpr const char* kSandboxKernelPath = "/tmp/opbench/kernel.so";
 // cgroup namespaces and a new session, over an empty root that holds only `libraries` (the shared
 // libraries of the worker and the kernel, at their own paths), an empty /proc, a minimal /dev and a
 // private size-limited /tmp. The caller appends nothing: the worker takes no arguments.
+// `device_nodes` (e.g. /dev/nvidia0) are bound as devices, with /proc and /sys, for a worker that
+// drives a GPU.
 std::vector<std::string> bwrap_command(const std::filesystem::path& worker, const std::filesystem::path& kernel,
-                                       const std::vector<std::string>& libraries);
+                                       const std::vector<std::string>& libraries, const std::vector<std::string>& device_nodes = {});
 
 // What a result says about its sandbox, e.g. "bwrap+seccomp: ..." or "seccomp only: namespaces
 // unavailable (...)" or "none (disabled with --sandbox off)".

@@ -32,6 +32,7 @@ class SharedArena final : public BufferSet {
   const std::string& label() const { return label_; }
   size_t total_bytes() const { return total_; }
   size_t offset(int set, int tensor) const { return slot(set, tensor).offset; }
+  size_t canary_bytes(int set, int tensor) const { return slot(set, tensor).canary_end - slot(set, tensor).canary_begin; }
   const TensorInstance& tensor(int i) const { return tensors_[size_t(i)]; }
   const std::vector<std::pair<size_t, size_t>>& guard_ranges() const { return guards_; }
 

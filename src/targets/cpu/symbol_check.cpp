@@ -116,13 +116,22 @@ DynamicImports read_dynamic_imports(const std::filesystem::path& path) {
   return out;
 }
 
-std::string check_imports(const DynamicImports& imports) {
+std::string check_imports(const DynamicImports& imports) { return check_imports(imports, ImportPolicy{}); }
+
+std::string check_imports(const DynamicImports& imports, const ImportPolicy& policy) {
+  auto starts = [](const std::string& name, const std::vector<std::string>& prefixes) {
+    return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) { return name.rfind(p, 0) == 0; });
+  };
   for (const auto& lib : imports.needed)
-    if (!kAllowedLibraries.count(lib))
-      return fmt::format("the kernel links {}, which is not allowed (kernels may use libc, libm, the C++ runtime, OpenMP and pthreads)", lib);
+    if (!kAllowedLibraries.count(lib) && std::find(policy.libraries.begin(), policy.libraries.end(), lib) == policy.libraries.end())
+      return fmt::format("the kernel links {}, which is not allowed (kernels may use libc, libm, the C++ runtime, OpenMP and pthreads{})",
+                         lib, policy.allowed_text);
   std::string forbidden;
-  for (const auto& name : imports.undefined)
-    if (!allowed_symbol(name)) forbidden += fmt::format("{}{} ({})", forbidden.empty() ? "" : ", ", name, why_forbidden(name));
+  for (const auto& name : imports.undefined) {
+    const bool refused = starts(name, policy.forbidden_prefixes);
+    if (refused || (!allowed_symbol(name) && !starts(name, policy.symbol_prefixes)))
+      forbidden += fmt::format("{}{} ({})", forbidden.empty() ? "" : ", ", name, refused ? "not allowed on this target" : why_forbidden(name));
+  }
   if (!forbidden.empty()) return fmt::format("the kernel imports {}, which is not allowed", forbidden);
   // Exports: the entry points, C++ vague-linkage instances (mangled _Z names) and the linker's own
   // markers. A plain C name (clock_gettime, malloc) would shadow the runtime's.

@@ -22,4 +22,13 @@ DynamicImports read_dynamic_imports(const std::filesystem::path& shared_object);
 // points (and C++ inline/template instances), else why not ("imports dlopen, which is not allowed: ...").
 std::string check_imports(const DynamicImports& imports);
 
+// More a target allows beyond the cpu list (cuda: the CUDA runtime library and its functions).
+struct ImportPolicy {
+  std::vector<std::string> libraries;         // more DT_NEEDED names
+  std::vector<std::string> symbol_prefixes;   // more allowed import prefixes
+  std::vector<std::string> forbidden_prefixes;  // refused even though a prefix allows them
+  std::string allowed_text;                   // appended to "kernels may use ..." in the message
+};
+std::string check_imports(const DynamicImports& imports, const ImportPolicy& policy);
+
 }  // namespace opbench::cpu

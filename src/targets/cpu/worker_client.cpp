@@ -35,7 +35,8 @@ json tensor_list(SharedArena& arena, int arena_index, int set) {
   json list = json::array();
   for (int t = 0; t < arena.tensors(); ++t) {
     const auto& tensor = arena.tensor(t);
-    list.push_back({{"arena", arena_index}, {"offset", arena.offset(set, t)}, {"bytes", tensor.bytes()}, {"dtype", int(tensor.dtype)}, {"shape", tensor.shape}});
+    list.push_back({{"arena", arena_index}, {"offset", arena.offset(set, t)}, {"bytes", tensor.bytes()},
+                    {"canary_bytes", arena.canary_bytes(set, t)}, {"dtype", int(tensor.dtype)}, {"shape", tensor.shape}});
   }
   return list;
 }
@@ -96,7 +97,8 @@ WorkerClient::~WorkerClient() {
 }
 
 LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, const std::filesystem::path& kernel,
-                                  SharedArena& inputs, SharedArena& outputs, const LaunchOptions& options) {
+                                  SharedArena& inputs, SharedArena& outputs, const LaunchOptions& options,
+                                  const WorkerTraits& traits) {
   LaunchOutcome outcome;
   // The libraries the kernel loads decide its file view and whether it may make code at run time.
   std::vector<std::string> libraries;
@@ -108,6 +110,7 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
     return outcome;
   }
   std::unique_ptr<WorkerClient> client(new WorkerClient());
+  client->traits_ = traits;
   int to_worker[2], from_worker[2];
   if (pipe2(to_worker, O_CLOEXEC) != 0 || pipe2(from_worker, O_CLOEXEC) != 0)
     throw std::runtime_error(fmt::format("pipe2 failed: {}", strerror(errno)));
@@ -116,32 +119,38 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
   client->role_ = outputs.label().substr(0, outputs.label().find('-'));
   // Unconfined (the ablation) keeps the parent's environment, with the thread count pinned.
   std::vector<std::string> env_strings = worker_environment(options.threads, environ, options.sandbox);
+  for (const auto& var : traits.environment) env_strings.push_back(var);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  const bool namespaces = options.sandbox && namespace_support().available;
+  const bool namespaces = options.sandbox && traits.namespaces && namespace_support().available;
   client->in_bwrap_ = namespaces;
   client->freeze_ = options.sandbox;
   client->sandbox_ = cpu::describe_sandbox(options.sandbox ? SandboxMode::on : SandboxMode::off);
+  if (options.sandbox && !traits.namespaces)
+    client->sandbox_ = "seccomp only: seccomp filter, rlimits, no capabilities, not dumpable; namespaces: none (not used by this target)";
+  if (!traits.sandbox_note.empty()) client->sandbox_ += "; " + traits.sandbox_note;
   // A candidate (no vendor library: the import check saw to that) may not make anything executable
   // once loaded; a baseline's oneDNN makes its code at run time.
-  const bool deny_exec_after_load = options.sandbox && !needs_vendor_library(libraries);
+  const bool deny_exec_after_load = options.sandbox && traits.deny_exec_after_load && !needs_vendor_library(libraries);
   std::vector<std::string> view = shared_libraries_of(worker_program);
   for (const auto& l : libraries)
     if (std::find(view.begin(), view.end(), l) == view.end()) view.push_back(l);
-  std::vector<std::string> argv_strings =
-      namespaces ? bwrap_command(worker_program, kernel, view) : std::vector<std::string>{worker_program.string()};
+  for (const auto& path : traits.read_only)
+    if (std::find(view.begin(), view.end(), path) == view.end()) view.push_back(path);
+  std::vector<std::string> argv_strings = namespaces ? bwrap_command(worker_program, kernel, view, traits.device_nodes)
+                                                     : std::vector<std::string>{worker_program.string()};
   // num_threads is enforced by affinity: the worker (and every thread it starts) may run on exactly
   // `threads` CPUs; the seccomp filter refuses sched_setaffinity, so the kernel cannot widen it.
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   std::string cpu_list;
-  if (options.sandbox) {
+  if (options.sandbox && traits.pin_cpus) {
     if (std::string e = choose_cpus(options.threads, &cpus, &cpu_list); !e.empty())
       throw std::runtime_error("cannot choose the worker's CPUs: " + e);
     client->cpus_allowed_ = CPU_COUNT(&cpus);
   }
-  const bool pin = options.sandbox;
+  const bool pin = options.sandbox && traits.pin_cpus;
   std::vector<char*> argv;
   for (auto& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -191,11 +200,11 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
     // machine can have (256 threads: 72 GiB of address space; none of it is memory until touched).
     const uint64_t headroom = options.memory_limit_bytes ? options.memory_limit_bytes
                                                          : (8ull << 30) + uint64_t(std::max(1, options.threads)) * (256ull << 20);
-    load["confine"] = {{"address_space_bytes", inputs.total_bytes() + outputs.total_bytes() + headroom},
+    load["confine"] = {{"address_space_bytes", traits.limit_address_space ? inputs.total_bytes() + outputs.total_bytes() + headroom : 0},
                        // CPU time counts every thread: an hour per thread, so a long evaluation
                        // at 256 threads is not killed by SIGXCPU and reported as a crash.
                        {"cpu_seconds", options.cpu_limit_seconds ? options.cpu_limit_seconds : 3600ull * uint64_t(std::max(1, options.threads))},
-                       {"open_files", 64},
+                       {"open_files", traits.open_files},
                        {"deny_file_writes", !namespaces},
                        {"deny_exec_after_load", deny_exec_after_load}};
   }
@@ -206,6 +215,7 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
   }
   load["inputs"] = std::move(in_sets);
   load["outputs"] = std::move(out_sets);
+  for (const auto& [key, value] : traits.load_fields.items()) load[key] = value;
   const std::string nonce = new_nonce();
   load["nonce"] = nonce;
   client->send(load.dump());
@@ -237,6 +247,14 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
     client->cpu_clock_ = clock;
     client->has_cpu_clock_ = clock_seconds(clock) >= 0;
   }
+  if (answer.contains("device") && answer["device"].is_object()) {
+    const json& d = answer["device"];
+    client->device_.name = d.value("name", std::string());
+    client->device_.driver = d.value("driver", std::string());
+    client->device_.sm_clock_max_mhz = d.value("sm_clock_max_mhz", 0.0);
+    client->device_.l2_bytes = d.value("l2_bytes", size_t(0));
+    client->device_.l2_flushed = answer.value("l2_flush", false);
+  }
   if (answer.contains("confine_error"))
     client->sandbox_ = "none (the worker could not confine itself: " + answer["confine_error"].get<std::string>() + ")";
   client->worker_pid_ = deepest_child(client->pid_);
@@ -245,7 +263,7 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
     // From here on the worker runs only inside requests the parent times.
     client->freezer_ = ProcessFreezer(client->worker_pid_);
     std::string why;
-    if (!affinity_is(client->worker_pid_, cpus, &why)) {
+    if (pin && !affinity_is(client->worker_pid_, cpus, &why)) {
       client->finish_dead(BatchOutcome::Kind::untrusted, "after loading");
       outcome.failure = LaunchOutcome::Failure::untrusted;
       outcome.reason = "the worker's CPU affinity is not the one the parent set: " + why;
@@ -257,8 +275,9 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
       return outcome;
     }
     client->sandbox_ += fmt::format("; frozen between requests (SIGSTOP, every thread verified stopped in /proc; no cgroup "
-                                    "freezer); pinned to CPU(s) {}; environment cut to an allow-list{}",
-                                    cpu_list, deny_exec_after_load ? "; no executable mappings after load" : "");
+                                    "freezer){}; environment cut to an allow-list{}",
+                                    pin ? "; pinned to CPU(s) " + cpu_list : std::string(),
+                                    deny_exec_after_load ? "; no executable mappings after load" : "");
   }
   outcome.runner = std::move(client);
   return outcome;
@@ -418,7 +437,7 @@ BatchOutcome WorkerClient::request(json message, std::chrono::milliseconds timeo
     return dead;
   }
   const std::string word = answer->value("status", std::string());
-  if (word == "forbidden_syscall" || word == "fault") {
+  if (word == "forbidden_syscall" || word == "fault" || word == "device_error") {
     BatchOutcome dead = finish_dead(BatchOutcome::Kind::crashed, context);
     dead.detail = answer->value("reason", word);
     dead_ = dead;
@@ -436,7 +455,20 @@ BatchOutcome WorkerClient::request(json message, std::chrono::milliseconds timeo
 // Nothing to do: exposing a batch's sets is part of its timed run request, so that no request runs
 // in the worker outside a window the parent times (a kernel owns the worker's code, and any untimed
 // request is time it could use).
-BatchOutcome WorkerClient::prepare(int, int) { return dead_ ? *dead_ : BatchOutcome{}; }
+// A target whose worker copies a batch's sets to its device (cuda) asks for it here: no kernel code
+// runs in that request, only the worker's copies.
+BatchOutcome WorkerClient::prepare(int first_set, int calls) {
+  if (dead_) return *dead_;
+  if (!traits_.prepare_requests) return {};
+  json answer;
+  BatchOutcome out = request({{"op", "prepare"}, {"first_set", first_set}, {"calls", calls}}, std::chrono::seconds(600),
+                             fmt::format("copying {} set(s) to the device", calls), &answer);
+  if (out.ok() && !answer.value("ok", false)) {
+    out.kind = BatchOutcome::Kind::protocol_error;
+    out.detail = "the worker could not prepare the batch: " + answer.value("reason", std::string("?"));
+  }
+  return out;
+}
 
 BatchOutcome WorkerClient::run(int first_set, int calls, std::chrono::milliseconds timeout) {
   json answer;
@@ -447,9 +479,15 @@ BatchOutcome WorkerClient::run(int first_set, int calls, std::chrono::millisecon
     out.kind = BatchOutcome::Kind::kernel_error;
     out.return_code = answer.value("return_code", -1);
     out.detail = fmt::format("ob_run returned {} on call {} of the batch", out.return_code, answer.value("call", -1));
+    if (const std::string why = answer.value("reason", std::string()); !why.empty()) out.detail += " (" + why + ")";
     return out;
   }
   out.worker_seconds = answer.value("worker_ns", int64_t(0)) * 1e-9;
+  if (traits_.device_timer) {
+    out.device_seconds = answer.value("device_ns", int64_t(0)) * 1e-9;
+    out.sm_clock_mhz = answer.value("sm_clock_mhz", 0.0);
+    out.throttle_reasons = answer.value("throttle", uint64_t(0));
+  }
   return out;
 }
 

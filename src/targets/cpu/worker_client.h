@@ -18,11 +18,29 @@
 
 namespace opbench::cpu {
 
+// How a target's worker program differs from the cpu one. The process handling (pipes, nonces,
+// freezing between requests, timeouts, death reports) is shared; these are the differences.
+struct WorkerTraits {
+  bool prepare_requests = false;     // send {"op":"prepare"} before every run (cuda: copies to the device)
+  bool device_timer = false;         // run replies carry device_ns, the time of record
+  bool limit_address_space = true;   // RLIMIT_AS (the CUDA driver reserves far more than it uses)
+  bool deny_exec_after_load = true;  // for candidates: no executable mappings once loaded
+  bool namespaces = true;            // may run under bwrap (false: seccomp and limits only)
+  bool pin_cpus = true;              // affinity set by the parent to `threads` CPUs
+  int open_files = 64;               // RLIMIT_NOFILE
+  std::vector<std::string> environment;  // NAME=VALUE set by the target itself (trusted), e.g. library paths
+  std::vector<std::string> device_nodes; // bound into the sandbox (/dev/nvidia0, ...)
+  std::vector<std::string> read_only;    // more paths visible in the sandbox (the driver's libraries)
+  nlohmann::json load_fields = nlohmann::json::object();  // merged into the load request
+  std::string sandbox_note;          // appended to the sandbox description
+};
+
 class WorkerClient final : public KernelRunner {
  public:
   ~WorkerClient() override;
   static LaunchOutcome start(const std::filesystem::path& worker_program, const std::filesystem::path& kernel,
-                             SharedArena& inputs, SharedArena& outputs, const LaunchOptions& options);
+                             SharedArena& inputs, SharedArena& outputs, const LaunchOptions& options,
+                             const WorkerTraits& traits = {});
 
   RunnerCapabilities capabilities() const override {
     RunnerCapabilities c;
@@ -30,8 +48,10 @@ class WorkerClient final : public KernelRunner {
     c.operation_counter = true;
     c.freezes_when_idle = freeze_;
     c.cpu_time_accounting = has_cpu_clock_;
+    c.device_timer = traits_.device_timer;
     return c;
   }
+  DeviceDescription device() const override { return device_; }
   BatchOutcome prepare(int first_set, int calls) override;
   BatchOutcome run(int first_set, int calls, std::chrono::milliseconds timeout) override;
   double cpu_seconds_since_reply() override;
@@ -77,6 +97,8 @@ class WorkerClient final : public KernelRunner {
   int command_fd_ = -1, reply_fd_ = -1, log_fd_ = -1;
   std::string buffer_;
   std::optional<BatchOutcome> dead_;  // once the worker is gone every later batch reports this
+  WorkerTraits traits_;
+  DeviceDescription device_;
 };
 
 }  // namespace opbench::cpu
