@@ -37,7 +37,7 @@ Command add_eval(CLI::App& root) {
             if (!o->impl.empty()) {
               ResultStore store(ResultStore::default_path());
               std::string note;
-              impl = tuned_builtin(spec, o->impl, resolve_size(o->flags.target, o->flags.size), o->flags.threads > 0 ? o->flags.threads : default_thread_count(), &store, &note);
+              impl = tuned_builtin(spec, o->impl, resolve_size(o->flags.target, o->flags.size), o->flags.threads > 0 ? o->flags.threads : default_thread_count(), &store, &note, resolve_isa(o->flags.target, o->flags.isa));
               if (!note.empty()) fmt::print(stderr, "{} {}: {}\n", spec.id, o->impl, note);
             } else {
               if (!std::filesystem::is_regular_file(o->kernel))

@@ -18,6 +18,7 @@ namespace {
 
 struct Run {
   std::string label, dir;
+  std::string isa;  // the instruction-set level it searched at (runs from before levels: x86-64-v3)
   std::map<std::string, SearchSummary> by_workload;
 };
 
@@ -26,7 +27,8 @@ Run load_run(const std::string& dir) {
   if (!std::filesystem::exists(path)) throw UsageError(fmt::format("{} has no run.json (give the --out folder of an opbench search)", dir));
   auto j = nlohmann::json::parse(read_file(path), nullptr, false);
   if (j.is_discarded() || j.value("schema", "") != "opbench.search.run") throw UsageError(fmt::format("{} is not an opbench search run", path.string()));
-  Run run{j.value("label", dir), dir, {}};
+  Run run{j.value("label", dir), dir, {}, {}};
+  run.isa = j.value("settings", nlohmann::json::object()).value("isa", "x86-64-v3");
   for (const auto& w : j.at("workloads")) {
     SearchSummary s = SearchSummary::from_json(w);
     run.by_workload[s.workload] = s;
@@ -52,6 +54,12 @@ Command add_leaderboard(CLI::App& root) {
   return {app, [runs, json_out] {
             std::vector<Run> loaded;
             for (const auto& r : *runs) loaded.push_back(load_run(r));
+            // Speedups over a baseline at another instruction-set level are not comparable: never ranked together.
+            for (const auto& run : loaded)
+              if (run.isa != loaded.front().isa)
+                throw UsageError(fmt::format("{} searched at --isa {} and {} at --isa {}: runs at different instruction-set levels are "
+                                             "never ranked together",
+                                             loaded.front().dir, loaded.front().isa, run.dir, run.isa));
             // Compare on the workloads every run has.
             std::set<std::string> common;
             for (const auto& [w, s] : loaded.front().by_workload) common.insert(w);
@@ -60,7 +68,7 @@ Command add_leaderboard(CLI::App& root) {
             if (common.empty()) throw UsageError("the runs share no workload");
 
             TextTable board({"run", "workloads", "candidates", "correct", "fast_1", "geomean speedup", "share of expert", "machine s", "tokens"});
-            nlohmann::json out = {{"schema", "opbench.leaderboard"}, {"version", 1}, {"workloads", common}, {"runs", nlohmann::json::array()}};
+            nlohmann::json out = {{"schema", "opbench.leaderboard"}, {"version", 1}, {"isa", loaded.front().isa}, {"workloads", common}, {"runs", nlohmann::json::array()}};
             for (const auto& run : loaded) {
               size_t evaluated = 0, correct = 0, fast = 0;
               double machine_s = 0;

@@ -88,7 +88,7 @@ Command add_run(CLI::App& root) {
               Result r;
               try {
                 std::string note;
-                Implementation impl = tuned_builtin(*job.spec, job.kind, options.size, threads, store.get(), &note);
+                Implementation impl = tuned_builtin(*job.spec, job.kind, options.size, threads, store.get(), &note, options.isa);
                 if (!note.empty()) fmt::print(stderr, "{}: {}\n", prefix, note);
                 r = evaluate(*job.spec, impl, *target, options);
               } catch (const UsageError&) {

@@ -66,8 +66,12 @@ struct SharedEvalFlags {
   bool no_timing = false;
   std::string sandbox = "on";
   std::vector<std::string> set;
+  std::string isa;  // the target's instruction-set level; empty: the highest the host supports
 };
 void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& flags);
 opbench::EvalOptions make_eval_options(const SharedEvalFlags& flags);
+// The target's instruction-set level `isa` checked against this host (empty: its default); empty for
+// a target without levels.
+std::string resolve_isa(const std::string& target, const std::string& isa);
 
 }  // namespace opbench::cli

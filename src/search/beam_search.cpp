@@ -120,6 +120,8 @@ void Search::load() {
     throw UsageError(fmt::format("{} is not a search state; use another --out", path.string()));
   if (state.value("proposer", "") != proposer_.name())
     throw UsageError(fmt::format("{} belongs to a search with proposer {}; use another --out", path.string(), state.value("proposer", "?")));
+  if (!o_.eval.isa.empty() && state.value("isa", "x86-64-v3") != o_.eval.isa)  // speedups at two instruction-set levels never mix
+    throw UsageError(fmt::format("{} was searched at --isa {}; use that level or another --out", path.string(), state.value("isa", "x86-64-v3")));
   for (const auto& c : state.at("evaluated")) {
     Candidate cand = Candidate::from_json(c);
     evaluated_[cand.key] = cand;
@@ -134,7 +136,7 @@ void Search::save() {
   for (const auto& [key, c] : evaluated_) list.push_back(c.to_json());
   json state = {{"schema", "opbench.search.state"}, {"version", 1},          {"workload", spec_.id},
                 {"proposer", proposer_.name()},      {"evaluated", list},    {"responses", responses_},
-                {"expert", expert_}};
+                {"expert", expert_},                 {"isa", o_.eval.isa}};
   write_text_atomic(dir_ / "state.json", state.dump(1));
 }
 

@@ -18,6 +18,7 @@
 
 #include "core/process.h"
 #include "core/rng.h"
+#include "targets/cpu/isa_level.h"
 #include "targets/cpu/sandbox.h"
 #include "targets/cpu/worker_protocol.h"
 
@@ -70,7 +71,7 @@ double clock_seconds(clockid_t clock) {
 // kept short. Two workers (baseline and candidate) take turns on the same cores; libgomp's default
 // spin (~300k iterations, milliseconds) would let the idle one steal the first part of the other's
 // batch.
-std::vector<std::string> worker_environment(int threads) {
+std::vector<std::string> worker_environment(int threads, const std::string& isa) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string var = *e;
@@ -80,10 +81,9 @@ std::vector<std::string> worker_environment(int threads) {
       continue;
     env.push_back(var);
   }
-  // One instruction set for everything timed: kernels are built for x86-64-v3 (AVX2 + FMA), so the
-  // vendor libraries of the baselines run their AVX2 code paths too.
-  env.push_back("OPENBLAS_CORETYPE=Haswell");
-  env.push_back("ONEDNN_MAX_CPU_ISA=AVX2");
+  // One instruction set for everything timed: the vendor libraries of the baselines run their code
+  // paths for the level the kernels were built at (isa_level.h).
+  for (const auto& var : vendor_isa_environment(resolve_isa_level(isa))) env.push_back(var);
   env.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
   env.push_back(fmt::format("OPENBLAS_NUM_THREADS={}", threads));
   env.push_back("GOMP_SPINCOUNT=1000");
@@ -123,7 +123,7 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
     throw std::runtime_error(fmt::format("pipe2 failed: {}", strerror(errno)));
   client->log_fd_ = memfd_create("opbench-worker-log", MFD_CLOEXEC);
 
-  std::vector<std::string> env_strings = worker_environment(options.threads);
+  std::vector<std::string> env_strings = worker_environment(options.threads, options.isa);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
