@@ -7,9 +7,14 @@
 namespace opbench::testing {
 namespace {
 
-bool host_has(const char* feature) {
+// __builtin_cpu_supports takes only a literal.
+bool host_has_v4() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports(feature);
+  return __builtin_cpu_supports("x86-64-v4");
+}
+bool host_has_vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni");
 }
 
 // 8p_GEMM at a small shape on one thread, correctness only unless `timed`.
@@ -33,11 +38,11 @@ TEST(IsaLevels, DefaultIsTheHighestNamedLevelOfTheHost) {
   nlohmann::json r = eval_gemm("tests/kernels/gemm_correct.cpp", {});
   ASSERT_FALSE(r.is_null());
   EXPECT_EQ(r["status"], "correct") << r["message"];
-  EXPECT_EQ(r["isa"], host_has("x86-64-v4") ? "x86-64-v4" : "x86-64-v3");
+  EXPECT_EQ(r["isa"], host_has_v4() ? "x86-64-v4" : "x86-64-v3");
 }
 
 TEST(IsaLevels, ZmmKernelRunsAndIsCorrectAtV4) {
-  if (!host_has("x86-64-v4")) GTEST_SKIP() << "this CPU has no AVX-512";
+  if (!host_has_v4()) GTEST_SKIP() << "this CPU has no AVX-512";
   nlohmann::json r = eval_gemm("tests/kernels/gemm_avx512.cpp", {"--isa", "x86-64-v4"}, true);
   ASSERT_FALSE(r.is_null());
   EXPECT_EQ(r["status"], "correct") << r["message"];
@@ -65,7 +70,7 @@ TEST(IsaLevels, PlainKernelStaysCorrectAtV3) {
 // The control of the VNNI exploit: with every extension allowed the same kernel builds, runs and is
 // correct, so what stops it at v4 is the instruction check.
 TEST(IsaLevels, VnniIsAllowedAtNative) {
-  if (!host_has("avx512vnni")) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  if (!host_has_vnni()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
   nlohmann::json r = eval_gemm("tests/exploits/avx512_vnni_target_attribute.cpp", {"--isa", "native"});
   ASSERT_FALSE(r.is_null());
   EXPECT_EQ(r["status"], "correct") << r["message"];
