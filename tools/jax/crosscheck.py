@@ -107,7 +107,7 @@ def opbench_baseline_ms(args, w):
         with open(path) as f:
             r = json.load(f)
     timing = r.get("timing") or {}
-    return timing.get("baseline_per_call_ms", {}).get("median"), r.get("isa", "")
+    return (timing.get("baseline") or {}).get("median_ms"), r.get("isa", "")
 
 
 def time_table(args, ids):
