@@ -128,7 +128,7 @@ Command add_run(CLI::App& root) {
             std::unique_ptr<ResultStore> store;
             if (std::find(impls.begin(), impls.end(), "expert") != impls.end()) store = std::make_unique<ResultStore>(ResultStore::default_path());
             const int threads = options.threads > 0 ? options.threads : default_thread_count();
-            const auto profile = profile_for_evaluation(o->flags.target, threads);
+            const auto profile = profile_for_evaluation(o->flags.target, options.isa, threads);
             if (profile) apply_profile(options, *profile);
             std::vector<Result> results;
             // Workloads whose spec does not load were attempted too: they are entries, not omissions.
@@ -147,7 +147,7 @@ Command add_run(CLI::App& root) {
               const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
               nlohmann::json all = stamp_schema({{"size", options.size},
                                                  {"target", o->flags.target},
-                                                 {"isa_level", machine_isa_level()},
+                                                 {"isa_level", options.isa.empty() ? machine_isa_level() : options.isa},
                                                  {"seconds", seconds},
                                                  {"complete", complete},
                                                  {"planned", planned},
@@ -175,7 +175,7 @@ Command add_run(CLI::App& root) {
               Result r;
               try {
                 std::string note;
-                Implementation impl = tuned_builtin(*job.spec, job.kind, options.size, threads, store.get(), &note);
+                Implementation impl = tuned_builtin(*job.spec, job.kind, options.size, threads, store.get(), &note, options.isa);
                 if (!note.empty()) {
                   bar.clear();
                   fmt::print(stderr, "{}: {}\n", prefix, note);

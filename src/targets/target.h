@@ -21,6 +21,7 @@ struct BuildRequest {
   bool vendor_libraries = false;    // trusted implementations may link the vendor libraries (BLAS...)
   std::vector<std::pair<std::string, std::string>> defines;  // -DNAME=VALUE, e.g. tuning parameters
   std::vector<std::string> extra_flags;  // trusted tools only (the lint's operation counter)
+  std::string isa;                  // instruction-set level (cpu: x86-64-v3, x86-64-v4, native); empty: the target's default
 };
 
 struct BuildOutcome {
@@ -31,6 +32,7 @@ struct BuildOutcome {
   std::string compiler;             // version line of the compiler used
   bool cached = false;
   double seconds = 0;               // compile time, 0 when served from the cache
+  std::string isa;                  // the instruction-set level it was built at (empty: the target has none)
 };
 
 // N sets of the same list of tensors (all inputs of a call, or all outputs), owned by the parent
@@ -113,6 +115,7 @@ struct LaunchOptions {
   bool sandbox = true;              // false: no namespaces, no seccomp, no limits (ablation only)
   uint64_t memory_limit_bytes = 0;  // address-space limit of the worker beyond its arenas; 0: default
   uint64_t cpu_limit_seconds = 0;   // CPU time of the worker, all threads; 0: default
+  std::string isa;                  // the level the libraries run at; set by the target from the kernel's build
 };
 
 struct LaunchOutcome {
