@@ -20,12 +20,14 @@ Command add_calibrate(CLI::App& root) {
   auto o = std::make_shared<Options>();
   app->add_option("--threads", o->calibrate.threads, "Most threads to measure, 1..N (default: all usable cores)")->check(CLI::PositiveNumber);
   app->add_flag("--quick", o->calibrate.quick, "Short loops, 1 and N threads only, no cache levels (what run/eval do on first use)");
-  app->add_option("--isa", o->calibrate.isa_level, "ISA level the FMA loops use")->check(CLI::IsMember({"x86-64-v3", "x86-64-v4"}))->capture_default_str();
+  o->calibrate.isa_level.clear();
+  app->add_option("--isa", o->calibrate.isa_level, "ISA level the FMA loops use: x86-64-v3, x86-64-v4 or native (default: the host's highest named level)");
   app->add_option("--target", o->calibrate.target, "Target to calibrate (cpu)")->check(CLI::IsMember({"cpu"}))->capture_default_str();
   app->add_option("--json", o->json_path, "Also write the profile to this file");
   return {app, [o] {
             if (o->calibrate.threads > machine_info().logical_cpus)
               throw UsageError(fmt::format("--threads {}: this process may use {} CPU(s)", o->calibrate.threads, machine_info().logical_cpus));
+            o->calibrate.isa_level = profile_isa_level(resolve_isa(o->calibrate.target, o->calibrate.isa_level));
             MachineProfile p;
             try {
               p = calibrate(o->calibrate, [](const std::string& line) { progress_line("calibrating: " + line); });

@@ -43,7 +43,7 @@ Command add_eval(CLI::App& root) {
             if (!o->impl.empty()) {
               ResultStore store(ResultStore::default_path());
               std::string note;
-              impl = tuned_builtin(spec, o->impl, resolve_size(o->flags.target, o->flags.size), o->flags.threads > 0 ? o->flags.threads : default_thread_count(), &store, &note);
+              impl = tuned_builtin(spec, o->impl, resolve_size(o->flags.target, o->flags.size), o->flags.threads > 0 ? o->flags.threads : default_thread_count(), &store, &note, resolve_isa(o->flags.target, o->flags.isa), target_info(o->flags.target).source_extension);
               if (!note.empty()) fmt::print(stderr, "{} {}: {}\n", spec.id, o->impl, note);
             } else {
               if (!std::filesystem::is_regular_file(o->kernel))
@@ -52,7 +52,7 @@ Command add_eval(CLI::App& root) {
             }
             auto target = make_target(o->flags.target);
             EvalOptions options = make_eval_options(o->flags);
-            const auto profile = profile_for_evaluation(o->flags.target, options.threads > 0 ? options.threads : default_thread_count());
+            const auto profile = profile_for_evaluation(o->flags.target, options.isa, options.threads > 0 ? options.threads : default_thread_count());
             if (profile) apply_profile(options, *profile);
             options.progress = [](const std::string& s) { progress_line(s); };
             Result result = evaluate(spec, impl, *target, options);

@@ -85,7 +85,7 @@ std::vector<RunJob> plan_run(const Registry& registry, const RunFlags& f, std::v
   std::vector<RunJob> jobs;
   for (const auto* w : workloads)
     for (const auto& kind : impls) {
-      if (w->has_implementation(kind)) jobs.push_back({w, kind});
+      if (w->has_implementation(kind, target_info(f.flags.target).source_extension)) jobs.push_back({w, kind});
       else if (skipped) skipped->push_back(fmt::format("{} has no {}", w->id, kind));
     }
   // A shard is a set of positions in a canonical order: suite order, then implementation name,
@@ -129,7 +129,7 @@ Command add_run(CLI::App& root) {
             std::unique_ptr<ResultStore> store;
             if (std::find(impls.begin(), impls.end(), "expert") != impls.end()) store = std::make_unique<ResultStore>(ResultStore::default_path());
             const int threads = options.threads > 0 ? options.threads : default_thread_count();
-            const auto profile = profile_for_evaluation(o->flags.target, threads);
+            const auto profile = profile_for_evaluation(o->flags.target, options.isa, threads);
             if (profile) apply_profile(options, *profile);
             std::vector<Result> results;
             // Workloads whose spec does not load were attempted too: they are entries, not omissions.
@@ -148,7 +148,7 @@ Command add_run(CLI::App& root) {
               const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
               nlohmann::json all = stamp_schema({{"size", options.size},
                                                  {"target", o->flags.target},
-                                                 {"isa_level", machine_isa_level()},
+                                                 {"isa_level", options.isa.empty() ? machine_isa_level() : options.isa},
                                                  {"seconds", seconds},
                                                  {"complete", complete},
                                                  {"planned", planned},
@@ -176,7 +176,8 @@ Command add_run(CLI::App& root) {
               Result r;
               try {
                 std::string note;
-                Implementation impl = tuned_builtin(*job.spec, job.kind, options.size, threads, store.get(), &note);
+                Implementation impl = tuned_builtin(*job.spec, job.kind, options.size, threads, store.get(), &note, options.isa,
+                                                    target_info(o->flags.target).source_extension);
                 if (!note.empty()) {
                   bar.clear();
                   fmt::print(stderr, "{}: {}\n", prefix, note);

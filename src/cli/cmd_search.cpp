@@ -93,7 +93,7 @@ Command add_search(CLI::App& root) {
                                   {"settings",
                                    {{"beam_width", options.beam_width}, {"plans", options.plans_per_parent}, {"impls", options.impls_per_plan},
                                     {"iterations", options.iterations}, {"menu_dropout", options.menu_dropout}, {"repairs", options.repairs},
-                                    {"context", o->context}, {"size", options.eval.size}, {"target", options.target}}},
+                                    {"context", o->context}, {"size", options.eval.size}, {"target", options.target}, {"isa", options.eval.isa}}},
                                   {"workloads", nlohmann::json::array()}};
             bool complete = true, agent_failed = false;
             for (const WorkloadSpec* spec : specs) {

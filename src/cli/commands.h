@@ -91,9 +91,13 @@ struct SharedEvalFlags {
   bool warm_l2 = false;
   std::string sandbox = "on";
   std::vector<std::string> set;
+  std::string isa;  // the target's instruction-set level; empty: the highest the host supports
 };
 void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& flags);
 opbench::EvalOptions make_eval_options(const SharedEvalFlags& flags);
+// The target's instruction-set level `isa` checked against this host (empty: its default); empty for
+// a target without levels.
+std::string resolve_isa(const std::string& target, const std::string& isa);
 
 }  // namespace opbench::cli
 
@@ -133,7 +137,10 @@ void print_report(const std::string& format, const ReportData& data);
 // The machine profile an evaluating command measures results against: the stored one, or a quick
 // calibration on first use (stored for next time). Empty, with a note on stderr, when the target
 // cannot be calibrated: results then carry no roofline block.
-std::optional<MachineProfile> profile_for_evaluation(const std::string& target, int threads);
+// `isa` is the resolved instruction-set level of the evaluation (native is measured at the widest
+// named level the host has).
+std::optional<MachineProfile> profile_for_evaluation(const std::string& target, const std::string& isa, int threads);
+std::string profile_isa_level(const std::string& isa);
 // Gives the harness the profile's ceilings at options.threads (EvalOptions::peak_flops_per_s and
 // peak_bytes_per_s), so its verdicts hold the median against the roofline floor.
 void apply_profile(opbench::EvalOptions& options, const MachineProfile& profile);

@@ -137,8 +137,17 @@ std::string resolve_size(const std::string& target, const std::string& size) {
   return size;
 }
 
+std::string resolve_isa(const std::string& target, const std::string& isa) {
+  const TargetInfo& info = target_info(target);
+  if (info.resolve_isa) return info.resolve_isa(isa);
+  if (!isa.empty()) throw UsageError(fmt::format("--isa {}: target {} has no instruction-set levels", isa, target));
+  return {};
+}
+
 void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f) {
   add_target_flags(app, f.target, f.size, "Size class");
+  app->add_option("--isa", f.isa, "Instruction-set level of the cpu target: x86-64-v3 (AVX2), x86-64-v4 (AVX-512), native "
+                                  "(every extension of this host) (default: the highest named level this host supports)");
   app->add_option("--threads", f.threads, "Threads for baseline and candidate alike, at most the usable CPUs (default: all of them)")
       ->check(thread_count());
   app->add_option("--trials", f.trials, "Correctness trials, each on freshly seeded inputs")->check(CLI::Range(1, 64))->capture_default_str();
@@ -158,6 +167,7 @@ void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f) {
 EvalOptions make_eval_options(const SharedEvalFlags& f) {
   EvalOptions o;
   o.size = resolve_size(f.target, f.size);
+  o.isa = resolve_isa(f.target, f.isa);
   o.overrides = parse_overrides(f.set);
   o.threads = f.threads;
   o.trials = f.trials;

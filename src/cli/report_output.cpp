@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "calibrate/machine_profile.h"
+#include "calibrate/peaks.h"
 #include "cli/commands.h"
 #include "harness/evaluate.h"
 #include "report/reporter.h"
@@ -13,9 +14,15 @@ void add_format_flag(CLI::App* app, std::string& format) {
 
 void print_report(const std::string& format, const ReportData& data) { fmt::print("{}", make_reporter(format)->render(data)); }
 
-std::optional<MachineProfile> profile_for_evaluation(const std::string& target, int threads) {
+std::string profile_isa_level(const std::string& isa) {
+  // native allows more extensions, not wider FMA units: its ceilings are the widest named level's.
+  if (isa == "native") return isa_level_supported("x86-64-v4") ? "x86-64-v4" : kDefaultIsaLevel;
+  return isa.empty() ? kDefaultIsaLevel : isa;
+}
+
+std::optional<MachineProfile> profile_for_evaluation(const std::string& target, const std::string& isa, int threads) {
   try {
-    return ensure_profile(target, kDefaultIsaLevel, threads, [](const std::string& line) { fmt::print(stderr, "calibrate: {}\n", line); });
+    return ensure_profile(target, profile_isa_level(isa), threads, [](const std::string& line) { fmt::print(stderr, "calibrate: {}\n", line); });
   } catch (const std::exception& e) {
     fmt::print(stderr, "no machine profile ({}); results carry no roofline position\n", e.what());
     return std::nullopt;

@@ -31,6 +31,7 @@ Implementation builtin_implementation(const WorkloadSpec& spec, const std::strin
 
 struct EvalOptions {
   std::string size = "cpu";
+  std::string isa;        // the target's instruction-set level, resolved (cpu: x86-64-v4...); empty: its default
   SymbolTable overrides;  // --set SYMBOL=VALUE
   int threads = 0;        // 0: every core this process may use
   int trials = 3;         // correctness trials, each on its own freshly seeded input set

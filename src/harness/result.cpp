@@ -60,6 +60,7 @@ json to_json(const Result& r) {
   j["size"] = r.size;
   j["shape"] = r.shape;
   j["target"] = r.target;
+  j["isa"] = r.isa;
   j["impl"] = {{"kind", r.impl.kind}, {"path", utf8_sanitize(r.impl.path)}, {"sha256", r.impl.sha256}};
   j["status"] = status_name(r.status);
   j["message"] = utf8_sanitize(r.message);
@@ -155,6 +156,7 @@ Result result_from_json(const json& j) {
   r.size = j.at("size");
   r.shape = j.value("shape", json::object());
   r.target = j.at("target");
+  r.isa = j.value("isa", "");
   r.impl = {j.at("impl").at("kind"), j.at("impl").at("path"), j.at("impl").at("sha256")};
   r.status = parse_status(j.at("status").get<std::string>());
   r.message = j.value("message", "");

@@ -114,6 +114,7 @@ struct DeviceInfo {
 
 struct Result {
   std::string workload, size, target;
+  std::string isa;  // the target's instruction-set level (cpu: x86-64-v3, x86-64-v4, native); empty: none
   nlohmann::json shape;  // resolved shape symbols
   ImplInfo impl;
   Status status = Status::runtime_error;

@@ -154,10 +154,11 @@ Result EvaluationSession::run() {
 bool EvaluationSession::build() {
   say("building");
   const Implementation baseline_impl = builtin_implementation(spec_, "baseline", target_.source_extension());
-  baseline_build_ = target_.build({baseline_impl.source, "baseline", true, {}, {}});
+  baseline_build_ = target_.build({baseline_impl.source, "baseline", true, {}, {}, options_.isa});
   if (!baseline_build_.ok)
     throw std::runtime_error(fmt::format("the baseline of {} does not build:\n{}", spec_.id, baseline_build_.log));
-  candidate_build_ = target_.build({candidate_.source, candidate_.kind, candidate_.trusted(), candidate_.defines, {}});
+  candidate_build_ = target_.build({candidate_.source, candidate_.kind, candidate_.trusted(), candidate_.defines, {}, options_.isa});
+  r_.isa = candidate_build_.isa;
   r_.build_s = candidate_build_.seconds;
   r_.build_cached = candidate_build_.cached;
   r_.compiler = candidate_build_.compiler;

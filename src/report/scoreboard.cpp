@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,10 @@
 namespace opbench {
 
 ScoreboardSummary summarize_results(const std::vector<Result>& results) {
+  for (const auto& r : results)
+    if (r.isa != results.front().isa)
+      throw std::invalid_argument(fmt::format("results at instruction-set levels {} and {} cannot be summarized together",
+                                              results.front().isa, r.isa));
   ScoreboardSummary s;
   s.results = results.size();
   double log_correct = 0, log_all = 0;
@@ -33,7 +38,35 @@ ScoreboardSummary summarize_results(const std::vector<Result>& results) {
   return s;
 }
 
+namespace {
+
+// The instruction-set levels present, in order of first appearance.
+std::vector<std::string> isa_levels_of(const std::vector<Result>& results) {
+  std::vector<std::string> levels;
+  for (const auto& r : results)
+    if (std::find(levels.begin(), levels.end(), r.isa) == levels.end()) levels.push_back(r.isa);
+  return levels;
+}
+
+std::vector<Result> at_level(const std::vector<Result>& results, const std::string& isa) {
+  std::vector<Result> out;
+  for (const auto& r : results)
+    if (r.isa == isa) out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
+// Speedups at different instruction-set levels are over different baselines: each level gets its
+// own table and summary, never one ranking.
 std::string render_scoreboard(const std::vector<Result>& results) {
+  const std::vector<std::string> levels = isa_levels_of(results);
+  if (levels.size() > 1) {
+    std::string out;
+    for (const auto& isa : levels)
+      out += fmt::format("== instruction set {} ==\n{}\n", isa.empty() ? "(none)" : isa, render_scoreboard(at_level(results, isa)));
+    return out;
+  }
   TextTable table({"workload", "impl", "status", "median ms", "±%", "baseline ms", "speedup", "95% CI", "GFLOP/s", "GB/s", "FLOP/B"});
   for (const auto& r : results) {
     std::vector<std::string> row{r.workload, r.impl.kind, std::string(status_name(r.status))};
@@ -54,6 +87,7 @@ std::string render_scoreboard(const std::vector<Result>& results) {
   }
   ScoreboardSummary s = summarize_results(results);
   std::string out = table.render();
+  if (!levels.empty() && !levels.front().empty()) out += fmt::format("instruction set: {}\n", levels.front());
   out += fmt::format("\n{} of {} correct.  geomean speedup: {:.3f} over correct results, {:.3f} with failures as 1.0\n",
                      s.correct, s.results, s.geomean_correct_only, s.geomean_failures_as_one);
   std::string fast;
@@ -80,11 +114,18 @@ std::string render_scoreboard(const std::vector<Result>& results) {
 }
 
 nlohmann::json scoreboard_json(const std::vector<Result>& results) {
+  const std::vector<std::string> levels = isa_levels_of(results);
+  if (levels.size() > 1) {  // one summary per level, none over all
+    nlohmann::json per_level = nlohmann::json::object();
+    for (const auto& isa : levels) per_level[isa] = scoreboard_json(at_level(results, isa));
+    return {{"by_isa", per_level}};
+  }
   ScoreboardSummary s = summarize_results(results);
   nlohmann::json fast = nlohmann::json::object();
   for (size_t i = 0; i < s.fast_p.size(); ++i) fast[fmt::format("{:g}", s.fast_p_thresholds[i])] = s.fast_p[i];
   auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  return {{"results", s.results},
+  return {{"isa", levels.empty() ? std::string() : levels.front()},
+          {"results", s.results},
           {"correct", s.correct},
           {"geomean_speedup_correct_only", number(s.geomean_correct_only)},
           {"geomean_speedup_failures_as_one", number(s.geomean_failures_as_one)},

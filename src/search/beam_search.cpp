@@ -148,6 +148,8 @@ void Search::load() {
   }
   if (state.value("proposer", "") != proposer_.name())
     throw UsageError(fmt::format("{} belongs to a search with proposer {}; use another --out", path.string(), state.value("proposer", "?")));
+  if (!o_.eval.isa.empty() && state.value("isa", "x86-64-v3") != o_.eval.isa)  // speedups at two instruction-set levels never mix
+    throw UsageError(fmt::format("{} was searched at --isa {}; use that level or another --out", path.string(), state.value("isa", "x86-64-v3")));
   for (const auto& c : state.at("evaluated")) {
     Candidate cand = Candidate::from_json(c);
     evaluated_[cand.key] = cand;
@@ -164,7 +166,7 @@ void Search::save() {
   for (const auto& [k, v] : o_.eval.overrides) overrides[k] = v;
   json state = {{"workload", spec_.id},       {"proposer", proposer_.name()}, {"target", o_.target},
                 {"size", o_.eval.size},       {"overrides", overrides},       {"evaluated", list},
-                {"responses", responses_},    {"expert", expert_}};
+                {"responses", responses_},    {"expert", expert_},            {"isa", o_.eval.isa}};
   write_json_atomic(dir_ / "state.json", stamp_schema(state, kSearchStateSchema));
 }
 
@@ -521,7 +523,8 @@ Evaluator local_evaluator(Target& target, const EvalOptions& options) {
 }
 
 std::filesystem::path search_state_dir(const std::string& workload, const SearchOptions& options) {
-  std::string key = options.target + "-" + options.eval.size;
+  // Target, instruction-set level and size: searches that differ in any of them never share results.
+  std::string key = options.target + (options.eval.isa.empty() ? "" : "-" + options.eval.isa) + "-" + options.eval.size;
   for (const auto& [symbol, value] : options.eval.overrides) key += fmt::format("-{}{}", symbol, value);
   return std::filesystem::path(workload) / key;
 }

@@ -27,7 +27,9 @@ SearchRun load_search_run(const std::filesystem::path& dir) {
   nlohmann::json j;
   try {
     j = read_json_document(path, kSearchRunSchema);
-    SearchRun run{j.value("label", dir.string()), dir.string(), {}};
+    SearchRun run{j.value("label", dir.string()), dir.string(), {}, {}};
+    run.isa = j.value("settings", nlohmann::json::object()).value("isa", "");
+    if (run.isa.empty()) run.isa = "x86-64-v3";  // the only level before levels existed
     for (const auto& w : j.at("workloads")) {
       SearchSummary s = SearchSummary::from_json(w);
       run.by_workload[s.workload] = s;
@@ -42,6 +44,10 @@ SearchRun load_search_run(const std::filesystem::path& dir) {
 
 Leaderboard compute_leaderboard(const std::vector<SearchRun>& runs) {
   if (runs.empty()) throw UsageError("no runs to compare");
+  for (const auto& run : runs)
+    if (run.isa != runs.front().isa)
+      throw UsageError(fmt::format("{} searched at --isa {} and {} at --isa {}: runs at different instruction-set levels are never ranked together",
+                                   runs.front().dir, runs.front().isa, run.dir, run.isa));
   std::set<std::string> common;
   for (const auto& [w, s] : runs.front().by_workload) common.insert(w);
   for (const auto& run : runs)
@@ -49,6 +55,7 @@ Leaderboard compute_leaderboard(const std::vector<SearchRun>& runs) {
   if (common.empty()) throw UsageError("the runs share no workload");
 
   Leaderboard board;
+  board.isa = runs.front().isa;
   board.workloads.assign(common.begin(), common.end());
   for (const auto& run : runs) {
     LeaderboardRow row;
@@ -106,7 +113,7 @@ nlohmann::json Leaderboard::to_json() const {
                          {"agent_s", r.agent_s},
                          {"tokens", r.tokens},
                          {"failures", r.failures}});
-  return stamp_schema({{"workloads", workloads}, {"runs", rows_json}}, kLeaderboardSchema);
+  return stamp_schema({{"isa", isa}, {"workloads", workloads}, {"runs", rows_json}}, kLeaderboardSchema);
 }
 
 }  // namespace opbench

@@ -22,6 +22,7 @@ inline constexpr const char* kLeaderboardSchema = "opbench.leaderboard";
 
 struct SearchRun {
   std::string label, dir;
+  std::string isa;  // the instruction-set level it searched at (runs from before levels: x86-64-v3)
   std::map<std::string, SearchSummary> by_workload;
 };
 
@@ -43,12 +44,14 @@ struct LeaderboardRow {
 };
 
 struct Leaderboard {
+  std::string isa;                     // the level all runs searched at
   std::vector<std::string> workloads;  // those every run has
   std::vector<LeaderboardRow> rows;    // in the order the runs were given
   nlohmann::json to_json() const;      // stamped opbench.leaderboard
 };
 
-// Throws UsageError when the runs share no workload.
+// Throws UsageError when the runs share no workload, or searched at different instruction-set
+// levels (speedups over baselines at two levels are never ranked together).
 Leaderboard compute_leaderboard(const std::vector<SearchRun>& runs);
 
 }  // namespace opbench

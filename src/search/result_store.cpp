@@ -73,9 +73,12 @@ std::filesystem::path ResultStore::default_path() {
   return "/tmp/opbench-cache/opbench.sqlite";
 }
 
-std::string ResultStore::machine_key(int threads) {
+// The instruction-set level is part of the machine: a point tuned at x86-64-v3 says nothing about
+// the best one at x86-64-v4. Rows written before levels existed (no suffix) were all measured at v3.
+std::string ResultStore::machine_key(int threads, const std::string& isa) {
   const MachineInfo& m = machine_info();
-  return fmt::format("{} | {} cpus | {} threads", m.cpu_model, m.logical_cpus, threads);
+  const std::string base = fmt::format("{} | {} cpus | {} threads", m.cpu_model, m.logical_cpus, threads);
+  return isa.empty() || isa == "x86-64-v3" ? base : base + " | " + isa;
 }
 
 ResultStore::ResultStore(const std::filesystem::path& path) {

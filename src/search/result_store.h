@@ -42,7 +42,7 @@ class ResultStore {
   // $OPBENCH_DB, else the cache folder's opbench.sqlite.
   static std::filesystem::path default_path();
   // What identifies "the same machine" for cached timings: CPU model, usable CPUs and threads.
-  static std::string machine_key(int threads);
+  static std::string machine_key(int threads, const std::string& isa = {});
 
   std::optional<StoredPoint> find(const StoreKey& key, const ParamPoint& point);
   void put(const StoreKey& key, const ParamPoint& point, const Result& result);

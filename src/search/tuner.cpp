@@ -67,7 +67,7 @@ TuneOutcome tune(const WorkloadSpec& spec, const Implementation& kernel, Target&
   if (params.empty())
     throw UsageError(fmt::format("{} declares no tunable parameters (lines like `// opbench:param TILE 32 64 128`)", kernel.source.string()));
   const int threads = options.eval.threads > 0 ? options.eval.threads : default_thread_count();
-  const StoreKey key{ResultStore::machine_key(threads), spec.id, options.eval.size, sha256_hex(source)};
+  const StoreKey key{ResultStore::machine_key(threads, options.eval.isa), spec.id, options.eval.size, sha256_hex(source)};
 
   TuneOutcome out;
   out.default_point = default_point(params);
@@ -145,12 +145,12 @@ TuneOutcome tune(const WorkloadSpec& spec, const Implementation& kernel, Target&
 }
 
 Implementation tuned_builtin(const WorkloadSpec& spec, const std::string& kind, const std::string& size, int threads,
-                             ResultStore* store, std::string* note) {
-  Implementation impl = builtin_implementation(spec, kind);
+                             ResultStore* store, std::string* note, const std::string& isa, const std::string& extension) {
+  Implementation impl = builtin_implementation(spec, kind, extension);
   if (!store) return impl;
   const std::string source = read_file(impl.source);
   if (parse_tunable_params(source).empty()) return impl;
-  const StoreKey key{ResultStore::machine_key(threads), spec.id, size, sha256_hex(source)};
+  const StoreKey key{ResultStore::machine_key(threads, isa), spec.id, size, sha256_hex(source)};
   if (auto best = store->best(key, default_point(parse_tunable_params(source)))) {
     impl.defines.assign(best->point.begin(), best->point.end());
     if (note) *note = "tuned: " + describe_point(best->point);

@@ -46,6 +46,6 @@ TuneOutcome tune(const WorkloadSpec& spec, const Implementation& kernel, Target&
 // The built-in implementation `kind` of `spec`, with the best stored parameter point for this
 // machine, size and source when there is one (`opbench run --impl expert` uses this).
 Implementation tuned_builtin(const WorkloadSpec& spec, const std::string& kind, const std::string& size, int threads,
-                             ResultStore* store, std::string* note);
+                             ResultStore* store, std::string* note, const std::string& isa = {}, const std::string& extension = ".cpp");
 
 }  // namespace opbench

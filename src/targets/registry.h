@@ -25,6 +25,10 @@ struct TargetInfo {
   // otherwise why not. Unset: building needs what running needs.
   std::function<std::string()> unbuildable;
   std::function<std::unique_ptr<Target>()> make;
+  // Instruction-set levels the target builds at (cpu: x86-64-v3, x86-64-v4, native); empty: none.
+  std::vector<std::string> isa_levels;
+  // A requested level checked against this host, empty meaning the default; throws UsageError.
+  std::function<std::string(const std::string&)> resolve_isa;
 };
 
 // Every target compiled into this program, in a fixed order (the first is the default).

@@ -22,6 +22,7 @@ struct BuildRequest {
   bool vendor_libraries = false;    // trusted implementations may link the vendor libraries (BLAS...)
   std::vector<std::pair<std::string, std::string>> defines;  // -DNAME=VALUE, e.g. tuning parameters
   std::vector<std::string> extra_flags;  // trusted tools only (the lint's operation counter)
+  std::string isa;                  // instruction-set level (cpu: x86-64-v3, x86-64-v4, native); empty: the target's default
 };
 
 struct BuildOutcome {
@@ -32,6 +33,7 @@ struct BuildOutcome {
   std::string compiler;             // version line of the compiler used
   bool cached = false;
   double seconds = 0;               // compile time, 0 when served from the cache
+  std::string isa;                  // the instruction-set level it was built at (empty: the target has none)
 };
 
 // N sets of the same list of tensors (all inputs of a call, or all outputs), owned by the parent
@@ -152,6 +154,7 @@ struct LaunchOptions {
   uint64_t memory_limit_bytes = 0;  // address-space limit of the worker beyond its arenas; 0: default
   uint64_t cpu_limit_seconds = 0;   // CPU time of the worker, all threads; 0: default
   bool warm_l2 = false;             // cuda: keep L2 warm between timed calls (default: flushed, cold)
+  std::string isa;                  // the level the libraries run at; set by the target from the kernel's build
 };
 
 struct LaunchOutcome {

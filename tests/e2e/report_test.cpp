@@ -31,7 +31,12 @@ TEST(CalibrateCommand, QuickProfileIsStoredAndPrinted) {
   EXPECT_NE(c.output.find("fp32 FMA GFLOP/s"), std::string::npos);
   const auto j = read_json(dir / "p.json");
   EXPECT_EQ(j.at("schema"), "opbench.machine_profile");
-  EXPECT_EQ(j.at("isa_level"), "x86-64-v3");
+  // The default is the host's highest named level, the one run and eval use.
+  __builtin_cpu_init();
+  EXPECT_EQ(j.at("isa_level"), __builtin_cpu_supports("avx512f") ? "x86-64-v4" : "x86-64-v3");
+  CliRun v3 = run_cli({"calibrate", "--quick", "--threads", "1", "--isa", "x86-64-v3", "--json", (dir / "v3.json").string()}, 120);
+  ASSERT_EQ(v3.exit_code, 0) << v3.output;
+  EXPECT_EQ(read_json(dir / "v3.json").at("isa_level"), "x86-64-v3");
   EXPECT_TRUE(fs::exists(dir / "profiles" / (j.at("id").get<std::string>() + ".json")));
   EXPECT_EQ(run_cli({"calibrate", "--isa", "x86-64-v9"}).exit_code, 2);
   EXPECT_EQ(run_cli({"calibrate", "--threads", "100000"}).exit_code, 2);

@@ -21,8 +21,8 @@ SearchSummary summary(const std::string& workload, double best, size_t evaluated
   return s;
 }
 
-SearchRun run(const std::string& label, std::vector<SearchSummary> summaries) {
-  SearchRun r{label, "/x/" + label, {}};
+SearchRun run(const std::string& label, std::vector<SearchSummary> summaries, const std::string& isa = "x86-64-v4") {
+  SearchRun r{label, "/x/" + label, isa, {}};
   for (auto& s : summaries) r.by_workload[s.workload] = s;
   return r;
 }
@@ -57,6 +57,12 @@ TEST(Leaderboard, ASearchWithNoSuccessfulAgentCallIsMarkedAndNotRanked) {
 
 TEST(Leaderboard, RunsWithoutACommonWorkloadAreAUsageError) {
   EXPECT_THROW(compute_leaderboard({run("a", {summary("w1", 1, 1, 1)}), run("b", {summary("w2", 1, 1, 1)})}), UsageError);
+}
+
+TEST(Leaderboard, RunsAtDifferentInstructionSetLevelsAreNeverRankedTogether) {
+  EXPECT_THROW(compute_leaderboard({run("v3", {summary("w1", 1.5, 1, 1)}, "x86-64-v3"), run("v4", {summary("w1", 1.2, 1, 1)}, "x86-64-v4")}),
+               UsageError);
+  EXPECT_EQ(compute_leaderboard({run("a", {summary("w1", 1.5, 1, 1)}), run("b", {summary("w1", 1.2, 1, 1)})}).to_json()["isa"], "x86-64-v4");
 }
 
 }  // namespace

@@ -92,7 +92,7 @@ TEST(WorkerEnvironment, KeepsOnlyTheAllowList) {
   std::vector<char*> envp;
   for (auto& v : parent) envp.push_back(v.data());
   envp.push_back(nullptr);
-  const std::vector<std::string> env = worker_environment(2, envp.data());
+  const std::vector<std::string> env = worker_environment(2, "x86-64-v3", envp.data());
   auto has = [&](const std::string& v) { return std::find(env.begin(), env.end(), v) != env.end(); };
   for (const auto& v : env) {
     EXPECT_EQ(v.find("secret"), std::string::npos) << v;

@@ -1,7 +1,8 @@
 // machine_peaks: measured compute and memory ceilings of this machine for opbench's CPU target.
 //
-// Build and run (from the repository root):
-//   g++ -std=c++20 -O3 -march=x86-64-v3 -fopenmp tools/peaks/machine_peaks.cpp -o /tmp/machine_peaks
+// Build and run (from the repository root), at the instruction-set level the kernels are built at:
+//   g++ -std=c++20 -O3 -march=x86-64-v4 -fopenmp tools/peaks/machine_peaks.cpp -o /tmp/machine_peaks   # AVX-512 rows too
+//   g++ -std=c++20 -O3 -march=x86-64-v3 -fopenmp tools/peaks/machine_peaks.cpp -o /tmp/machine_peaks   # AVX2 rows only
 //   /tmp/machine_peaks            # all usable cores (OMP_NUM_THREADS to change), 7 repetitions
 //   /tmp/machine_peaks --reps 9 --mib 512
 //
@@ -18,7 +19,9 @@
 // Bytes counted: read = bytes loaded; copy = bytes loaded + bytes stored; write = bytes stored. A normal
 // store to a line not in cache also reads it first (write-allocate), which the counts do not include:
 // that hidden traffic is why normal-store write/copy figures are lower than the streaming-store ones.
-// The x86-64-v3 flags are the ones opbench builds kernels with: no AVX-512 even where the host has it.
+// Built at x86-64-v4 (opbench's default level on an AVX-512 host) it adds the zmm rows: FMA throughput and
+// latency with 512-bit vectors, and the single-thread cache read rate with 64-byte loads. The load
+// average at the start is printed: figures taken with other work on the machine are labelled so.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -87,6 +90,76 @@ double fma_gflops(int threads, int64_t steps) {
   }
   g_sink = sink;
   return double(threads) * double(steps) * CHAINS * 8 * 2 / t * 1e-9;
+}
+
+#if defined(__AVX512F__)
+// The same with zmm (AVX-512F): 16 lanes per FMA.
+template <int CHAINS>
+float fma512_loop(int64_t steps) {
+  __m512 acc[CHAINS];
+  for (int i = 0; i < CHAINS; ++i) acc[i] = _mm512_set1_ps(1.0f + 0.01f * float(i));
+  const __m512 m = _mm512_set1_ps(0.9999f);
+  const __m512 c = _mm512_set1_ps(1e-4f);
+  for (int64_t s = 0; s < steps; ++s) {
+#pragma GCC unroll 24
+    for (int i = 0; i < CHAINS; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, c);
+  }
+  __m512 t = acc[0];
+  for (int i = 1; i < CHAINS; ++i) t = _mm512_add_ps(t, acc[i]);
+  return _mm512_reduce_add_ps(t);
+}
+
+template <int CHAINS>
+double fma512_gflops(int threads, int64_t steps) {
+  float sink = 0;
+  double t = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+  {
+#pragma omp barrier
+    Clock::time_point t0;
+#pragma omp master
+    t0 = Clock::now();
+    sink += fma512_loop<CHAINS>(steps);
+#pragma omp barrier
+#pragma omp master
+    t = seconds_since(t0);
+  }
+  g_sink = sink;
+  return double(threads) * double(steps) * CHAINS * 16 * 2 / t * 1e-9;
+}
+
+double chain512_ns(int64_t steps, int reps) {
+  std::vector<double> v;
+  for (int r = 0; r < reps + 1; ++r) {
+    __m512 x = _mm512_set1_ps(1.0f);
+    const __m512 m = _mm512_set1_ps(0.9999f), c = _mm512_set1_ps(1e-4f);
+    auto t0 = Clock::now();
+    for (int64_t s = 0; s < steps; ++s) x = _mm512_fmadd_ps(x, m, c);
+    const double t = seconds_since(t0);
+    g_sink = _mm512_cvtss_f32(x);
+    if (r > 0) v.push_back(t / double(steps) * 1e9);
+  }
+  return median(v);
+}
+
+// Read with 64-byte loads, eight chains (a multiple of 128 floats is read).
+float read_sum512(const float* a, int64_t lo, int64_t hi) {
+  __m512 s[8];
+  for (int k = 0; k < 8; ++k) s[k] = _mm512_setzero_ps();
+  for (int64_t i = lo; i + 128 <= hi; i += 128) {
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) s[k] = _mm512_add_ps(s[k], _mm512_load_ps(a + i + 16 * k));
+  }
+  for (int k = 1; k < 8; ++k) s[0] = _mm512_add_ps(s[0], s[k]);
+  return _mm512_reduce_add_ps(s[0]);
+}
+#endif
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one.empty() ? "unknown" : one + " " + five + " " + fifteen;
 }
 
 // Latency of one dependent chain: each step needs the previous result. ADD selects vaddps, else vfmadd.
@@ -281,9 +354,12 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--reps")) reps = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "--mib")) mib = std::max<int64_t>(1, std::atoll(argv[i + 1]));
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, even into a file
   const int T = omp_get_max_threads();
-  std::printf("machine_peaks: %d thread(s) for the all-thread rows, median of %d repetitions, arrays of %lld MiB\n\n",
+  std::printf("machine_peaks: %d thread(s) for the all-thread rows, median of %d repetitions, arrays of %lld MiB\n",
               T, reps, (long long)mib);
+  std::printf("load average at start: %s (over ~0.2 per core, the figures are under load: not figures of record)\n\n",
+              load_average().c_str());
 
   // ---- FMA ----
   const int64_t steps = 100'000'000;  // ~0.1-0.3 s per measurement
@@ -311,6 +387,17 @@ int main(int argc, char** argv) {
   std::printf("\nlatency of a dependent chain, 1 thread            ns   cycles at %.2f GHz (= 1-thread peak / 32 FLOP)\n", ghz);
   std::printf("  %-40s %8.3f %8.1f\n", "vfmadd (ymm)", fma_lat, fma_lat * ghz);
   std::printf("  %-40s %8.3f %8.1f\n", "vaddps (ymm)", add_lat, add_lat * ghz);
+#if defined(__AVX512F__)
+  std::printf("\nfp32 FMA (AVX-512 zmm, 2 FLOP per lane)    1 thread GFLOP/s   %d threads GFLOP/s\n", T);
+  fma_row("8 independent accumulators", fma512_gflops<8>);
+  fma_row("12 independent accumulators", fma512_gflops<12>);
+  fma_row("16 independent accumulators", fma512_gflops<16>);
+  fma_row("24 independent accumulators", fma512_gflops<24>);
+  const double fma512_lat = chain512_ns(steps / 4, reps);
+  std::printf("  %-40s %8.3f ns %6.1f cycles\n", "latency of a dependent vfmadd (zmm)", fma512_lat, fma512_lat * ghz);
+#else
+  std::printf("\n(built without AVX-512: build with -march=x86-64-v4 for the zmm rows)\n");
+#endif
 
   // ---- DRAM bandwidth ----
   const int64_t n = mib * (1 << 20) / int64_t(sizeof(float)) / (64 * 64) * (64 * 64);  // a multiple of 64 floats per thread
@@ -345,17 +432,28 @@ int main(int argc, char** argv) {
   // ---- cache-resident read bandwidth, one thread ----
   std::printf("\nread bandwidth from cache, 1 thread                                          GB/s\n");
   const int levels[] = {1, 2, 3};
+#if defined(__AVX512F__)
+  const int widths[] = {32, 64};  // bytes per load: ymm, zmm
+#else
+  const int widths[] = {32};
+#endif
+  for (int width : widths)
   for (int level : levels) {
     const int64_t cb = cache_bytes(level);
     if (cb == 0) continue;
-    const int64_t m = std::max<int64_t>(64, cb / 2 / int64_t(sizeof(float)) / 64 * 64);
+    // Half the cache, but never more than the array holds (a small --mib with a large L3).
+    const int64_t m = std::min<int64_t>(n / 128 * 128, std::max<int64_t>(128, cb / 2 / int64_t(sizeof(float)) / 128 * 128));
     const int64_t passes = std::max<int64_t>(1, (int64_t(1) << 31) / (m * int64_t(sizeof(float))));
     std::vector<double> v;
     for (int r = 0; r < reps + 1; ++r) {
       auto t0 = Clock::now();
       float s = 0;
       for (int64_t p = 0; p < passes; ++p) {
+#if defined(__AVX512F__)
+        s += width == 64 ? read_sum512(a, 0, m) : read_sum(a, 0, m);
+#else
         s += read_sum(a, 0, m);
+#endif
         asm volatile("" ::: "memory");  // the compiler may not merge the passes into one
       }
       const double t = seconds_since(t0);
@@ -363,8 +461,8 @@ int main(int argc, char** argv) {
       if (r > 0) v.push_back(double(passes) * double(m) * sizeof(float) / t * 1e-9);
     }
     char label[96];
-    std::snprintf(label, sizeof label, "L%d (%lld KiB, working set %lld KiB)", level,
-                  (long long)(cb >> 10), (long long)(m * int64_t(sizeof(float)) >> 10));
+    std::snprintf(label, sizeof label, "L%d (%lld KiB, working set %lld KiB), %d-byte loads", level,
+                  (long long)(cb >> 10), (long long)(m * int64_t(sizeof(float)) >> 10), width);
     std::printf("  %-66s %10.1f\n", label, median(v));
   }
 

@@ -1,12 +1,13 @@
-// 8p_GEMM expert: a packed, cache-blocked AVX2/FMA SGEMM (BLIS/GotoBLAS style), no libraries.
+// 8p_GEMM expert: a packed, cache-blocked SGEMM (BLIS/GotoBLAS style), no libraries.
 //
-//  - Micro-kernel: 6x16 register tile (12 ymm accumulators, 2 B loads + 6 broadcasts per k step),
-//    inline assembly, k loop unrolled 8x, A prefetched; row remainders (< 6 rows) use a kernel that
-//    computes only the valid rows, column remainders (< 16) a scratch tile.
-//  - Blocking: NC columns of B packed into KC-deep 16-column slivers (L2/L3), MC rows of A packed
+//  - Micro-kernel: 6xNR register tile, inline assembly, k loop unrolled 8x, A prefetched. At
+//    x86-64-v4 (AVX-512) NR = 32: 12 zmm accumulators, 2 zmm B loads + 6 broadcasts per k step;
+//    at x86-64-v3 NR = 16 with ymm. Row remainders (< 6 rows) use a kernel that computes only the
+//    valid rows, column remainders (< NR) a scratch tile.
+//  - Blocking: NC columns of B packed into KC-deep NR-column slivers (L2/L3), MC rows of A packed
 //    into KC-deep 6-row slivers (L2); the inner loops hold one B sliver in L1 and stream the A block.
 //  - A is packed with an 8x8 register transpose (6 rows x 8 k at a time), B with straight copies.
-//  - Threads: the columns of C are split into one contiguous, 16-aligned range per thread; each
+//  - Threads: the columns of C are split into one contiguous, NR-aligned range per thread; each
 //    thread runs the whole blocked GEMM on its range with its own packed buffers, so there is no
 //    barrier at all (A is packed once per NC block per thread; packing is ~3% of the time).
 //  - fp32 accumulation, as in the workload description. Any M, K, N (K = 0 gives C = 0).
@@ -24,9 +25,36 @@
 #error "expert.cpp needs AVX2 and FMA"
 #endif
 
+// The vector of the micro-kernel: zmm where the build allows AVX-512 (x86-64-v4), else ymm.
+#if defined(__AVX512F__)
+#define OB_V "zmm"
+#define OB_VB "64"  // bytes per vector
+typedef __m512 vec;
+static inline vec vzero() { return _mm512_setzero_ps(); }
+static inline vec vbroadcast(const float* p) { return _mm512_set1_ps(*p); }
+static inline vec vload(const float* p) { return _mm512_load_ps(p); }
+static inline vec vloadu(const float* p) { return _mm512_loadu_ps(p); }
+static inline void vstore(float* p, vec v) { _mm512_store_ps(p, v); }
+static inline void vstoreu(float* p, vec v) { _mm512_storeu_ps(p, v); }
+static inline vec vfma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vec vadd(vec a, vec b) { return _mm512_add_ps(a, b); }
+#else
+#define OB_V "ymm"
+#define OB_VB "32"
+typedef __m256 vec;
+static inline vec vzero() { return _mm256_setzero_ps(); }
+static inline vec vbroadcast(const float* p) { return _mm256_broadcast_ss(p); }
+static inline vec vload(const float* p) { return _mm256_load_ps(p); }
+static inline vec vloadu(const float* p) { return _mm256_loadu_ps(p); }
+static inline void vstore(float* p, vec v) { _mm256_store_ps(p, v); }
+static inline void vstoreu(float* p, vec v) { _mm256_storeu_ps(p, v); }
+static inline vec vfma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
+#endif
+
 // opbench:param KC 256 384 512
 // Most depth of a packed panel (K block; K is cut into equal panels of at most KC, multiples of
-// 8): a KC x 16 B sliver stays in L1 while the A block streams past it.
+// 8): a KC x NR B sliver stays in L1 while the A block streams past it.
 #ifndef KC
 #define KC 256
 #endif
@@ -36,7 +64,7 @@
 #define MC 144
 #endif
 // opbench:param NC 448 896 1792
-// Columns of B packed per panel (multiple of 16): the KC x NC panel lives in L2/L3. Each thread
+// Columns of B packed per panel (multiple of NR): the KC x NC panel lives in L2/L3. Each thread
 // owns N/threads columns (1792 at the cpu size); a smaller NC repacks A once per panel.
 #ifndef NC
 #define NC 896
@@ -45,7 +73,8 @@
 namespace {
 
 constexpr int64_t MR = 6;
-constexpr int64_t NR = 16;
+constexpr int64_t VW = int64_t(sizeof(vec) / sizeof(float));  // floats per vector: 16 (zmm) or 8 (ymm)
+constexpr int64_t NR = 2 * VW;                                 // columns of the register tile
 constexpr int64_t kKC = KC;
 constexpr int64_t kMC = (MC + MR - 1) / MR * MR;
 constexpr int64_t kNC = (NC + NR - 1) / NR * NR;
@@ -60,31 +89,31 @@ constexpr int64_t a_block_floats() { return kMC * kKC + 64; }
 int64_t b_panel_floats(int64_t n) { return kKC * round_up(std::min(n, kNC), NR); }
 int64_t thread_floats(int64_t n) { return round_up(a_block_floats() + b_panel_floats(n), 16); }
 
-// One k step of the 6x16 tile in assembly: 2 aligned B loads, 6 broadcasts of A, 12 FMAs into
-// ymm0..ymm11 (row r in ymm(2r), ymm(2r+1)). `o` is the step's offset inside an unrolled block.
+// One k step of the 6xNR tile in assembly: 2 aligned B loads, 6 broadcasts of A, 12 FMAs into
+// v0..v11 (row r in v(2r), v(2r+1)). `o` is the step's offset inside an unrolled block.
 #define OB_STEP(o)                                        \
-  "vmovaps 64*" #o "(%[b]), %%ymm12\n\t"                  \
-  "vmovaps 64*" #o "+32(%[b]), %%ymm13\n\t"               \
-  "vbroadcastss 24*" #o "+0(%[a]), %%ymm14\n\t"           \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"              \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"              \
-  "vbroadcastss 24*" #o "+4(%[a]), %%ymm15\n\t"           \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"              \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"              \
-  "vbroadcastss 24*" #o "+8(%[a]), %%ymm14\n\t"           \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"              \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"              \
-  "vbroadcastss 24*" #o "+12(%[a]), %%ymm15\n\t"          \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"              \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"              \
-  "vbroadcastss 24*" #o "+16(%[a]), %%ymm14\n\t"          \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"              \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"              \
-  "vbroadcastss 24*" #o "+20(%[a]), %%ymm15\n\t"          \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"             \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+  "vmovaps 2*" OB_VB "*" #o "(%[b]), %%" OB_V "12\n\t"      \
+  "vmovaps 2*" OB_VB "*" #o "+" OB_VB "(%[b]), %%" OB_V "13\n\t" \
+  "vbroadcastss 24*" #o "+0(%[a]), %%" OB_V "14\n\t"           \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "0\n\t"              \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "1\n\t"              \
+  "vbroadcastss 24*" #o "+4(%[a]), %%" OB_V "15\n\t"           \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "2\n\t"              \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "3\n\t"              \
+  "vbroadcastss 24*" #o "+8(%[a]), %%" OB_V "14\n\t"           \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "4\n\t"              \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "5\n\t"              \
+  "vbroadcastss 24*" #o "+12(%[a]), %%" OB_V "15\n\t"          \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "6\n\t"              \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "7\n\t"              \
+  "vbroadcastss 24*" #o "+16(%[a]), %%" OB_V "14\n\t"          \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "8\n\t"              \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "9\n\t"              \
+  "vbroadcastss 24*" #o "+20(%[a]), %%" OB_V "15\n\t"          \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "10\n\t"             \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "11\n\t"
 
-// c[0:6, 0:16] (+)= a(6 x kc, k-major) * b(kc x 16, k-major, 32-byte aligned). `accumulate` is
+// c[0:6, 0:NR] (+)= a(6 x kc, k-major) * b(kc x NR, k-major, vector-aligned). `accumulate` is
 // false on the first K panel, so the (NaN-poisoned) output is never read before it is written.
 // The k loop is unrolled 8x; the A stream is prefetched 512 bytes ahead (3 lines per 8 steps).
 __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, const float* b, float* c,
@@ -95,18 +124,18 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
   float* c4 = c + 4 * ldc;
   const int64_t acc = accumulate ? 1 : 0;
   asm volatile(
-      "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
-      "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"
-      "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"
-      "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"
-      "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
-      "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
-      "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
-      "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
-      "vxorps %%ymm8, %%ymm8, %%ymm8\n\t"
-      "vxorps %%ymm9, %%ymm9, %%ymm9\n\t"
-      "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"
-      "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"
+      "vxorps %%" OB_V "0, %%" OB_V "0, %%" OB_V "0\n\t"
+      "vxorps %%" OB_V "1, %%" OB_V "1, %%" OB_V "1\n\t"
+      "vxorps %%" OB_V "2, %%" OB_V "2, %%" OB_V "2\n\t"
+      "vxorps %%" OB_V "3, %%" OB_V "3, %%" OB_V "3\n\t"
+      "vxorps %%" OB_V "4, %%" OB_V "4, %%" OB_V "4\n\t"
+      "vxorps %%" OB_V "5, %%" OB_V "5, %%" OB_V "5\n\t"
+      "vxorps %%" OB_V "6, %%" OB_V "6, %%" OB_V "6\n\t"
+      "vxorps %%" OB_V "7, %%" OB_V "7, %%" OB_V "7\n\t"
+      "vxorps %%" OB_V "8, %%" OB_V "8, %%" OB_V "8\n\t"
+      "vxorps %%" OB_V "9, %%" OB_V "9, %%" OB_V "9\n\t"
+      "vxorps %%" OB_V "10, %%" OB_V "10, %%" OB_V "10\n\t"
+      "vxorps %%" OB_V "11, %%" OB_V "11, %%" OB_V "11\n\t"
       "test %[k8], %[k8]\n\t"
       "jz 2f\n\t"
       ".p2align 5\n\t"
@@ -116,7 +145,7 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
       "prefetcht0 640(%[a])\n\t"
       OB_STEP(0) OB_STEP(1) OB_STEP(2) OB_STEP(3) OB_STEP(4) OB_STEP(5) OB_STEP(6) OB_STEP(7)
       "add $192, %[a]\n\t"
-      "add $512, %[b]\n\t"
+      "add $16*" OB_VB ", %[b]\n\t"
       "dec %[k8]\n\t"
       "jnz 1b\n\t"
       "2:\n\t"
@@ -125,37 +154,37 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
       "3:\n\t"
       OB_STEP(0)
       "add $24, %[a]\n\t"
-      "add $64, %[b]\n\t"
+      "add $2*" OB_VB ", %[b]\n\t"
       "dec %[k1]\n\t"
       "jnz 3b\n\t"
       "4:\n\t"
       "test %[acc], %[acc]\n\t"
       "jz 5f\n\t"
-      "vaddps (%[c]), %%ymm0, %%ymm0\n\t"
-      "vaddps 32(%[c]), %%ymm1, %%ymm1\n\t"
-      "vaddps (%[c],%[ldc],1), %%ymm2, %%ymm2\n\t"
-      "vaddps 32(%[c],%[ldc],1), %%ymm3, %%ymm3\n\t"
-      "vaddps (%[c],%[ldc],2), %%ymm4, %%ymm4\n\t"
-      "vaddps 32(%[c],%[ldc],2), %%ymm5, %%ymm5\n\t"
-      "vaddps (%[c],%[ldc3],1), %%ymm6, %%ymm6\n\t"
-      "vaddps 32(%[c],%[ldc3],1), %%ymm7, %%ymm7\n\t"
-      "vaddps (%[c4]), %%ymm8, %%ymm8\n\t"
-      "vaddps 32(%[c4]), %%ymm9, %%ymm9\n\t"
-      "vaddps (%[c4],%[ldc],1), %%ymm10, %%ymm10\n\t"
-      "vaddps 32(%[c4],%[ldc],1), %%ymm11, %%ymm11\n\t"
+      "vaddps (%[c]), %%" OB_V "0, %%" OB_V "0\n\t"
+      "vaddps " OB_VB "(%[c]), %%" OB_V "1, %%" OB_V "1\n\t"
+      "vaddps (%[c],%[ldc],1), %%" OB_V "2, %%" OB_V "2\n\t"
+      "vaddps " OB_VB "(%[c],%[ldc],1), %%" OB_V "3, %%" OB_V "3\n\t"
+      "vaddps (%[c],%[ldc],2), %%" OB_V "4, %%" OB_V "4\n\t"
+      "vaddps " OB_VB "(%[c],%[ldc],2), %%" OB_V "5, %%" OB_V "5\n\t"
+      "vaddps (%[c],%[ldc3],1), %%" OB_V "6, %%" OB_V "6\n\t"
+      "vaddps " OB_VB "(%[c],%[ldc3],1), %%" OB_V "7, %%" OB_V "7\n\t"
+      "vaddps (%[c4]), %%" OB_V "8, %%" OB_V "8\n\t"
+      "vaddps " OB_VB "(%[c4]), %%" OB_V "9, %%" OB_V "9\n\t"
+      "vaddps (%[c4],%[ldc],1), %%" OB_V "10, %%" OB_V "10\n\t"
+      "vaddps " OB_VB "(%[c4],%[ldc],1), %%" OB_V "11, %%" OB_V "11\n\t"
       "5:\n\t"
-      "vmovups %%ymm0, (%[c])\n\t"
-      "vmovups %%ymm1, 32(%[c])\n\t"
-      "vmovups %%ymm2, (%[c],%[ldc],1)\n\t"
-      "vmovups %%ymm3, 32(%[c],%[ldc],1)\n\t"
-      "vmovups %%ymm4, (%[c],%[ldc],2)\n\t"
-      "vmovups %%ymm5, 32(%[c],%[ldc],2)\n\t"
-      "vmovups %%ymm6, (%[c],%[ldc3],1)\n\t"
-      "vmovups %%ymm7, 32(%[c],%[ldc3],1)\n\t"
-      "vmovups %%ymm8, (%[c4])\n\t"
-      "vmovups %%ymm9, 32(%[c4])\n\t"
-      "vmovups %%ymm10, (%[c4],%[ldc],1)\n\t"
-      "vmovups %%ymm11, 32(%[c4],%[ldc],1)\n\t"
+      "vmovups %%" OB_V "0, (%[c])\n\t"
+      "vmovups %%" OB_V "1, " OB_VB "(%[c])\n\t"
+      "vmovups %%" OB_V "2, (%[c],%[ldc],1)\n\t"
+      "vmovups %%" OB_V "3, " OB_VB "(%[c],%[ldc],1)\n\t"
+      "vmovups %%" OB_V "4, (%[c],%[ldc],2)\n\t"
+      "vmovups %%" OB_V "5, " OB_VB "(%[c],%[ldc],2)\n\t"
+      "vmovups %%" OB_V "6, (%[c],%[ldc3],1)\n\t"
+      "vmovups %%" OB_V "7, " OB_VB "(%[c],%[ldc3],1)\n\t"
+      "vmovups %%" OB_V "8, (%[c4])\n\t"
+      "vmovups %%" OB_V "9, " OB_VB "(%[c4])\n\t"
+      "vmovups %%" OB_V "10, (%[c4],%[ldc],1)\n\t"
+      "vmovups %%" OB_V "11, " OB_VB "(%[c4],%[ldc],1)\n\t"
       "vzeroupper\n\t"
       : [a] "+r"(a), [b] "+r"(b), [k8] "+r"(k8), [k1] "+r"(k1)
       : [c] "r"(c), [c4] "r"(c4), [ldc] "r"(ldcb), [ldc3] "r"(ldc3), [acc] "r"(acc)
@@ -164,22 +193,22 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
 }
 #undef OB_STEP
 
-// A tile of R < 6 rows and all 16 columns (the last sliver of a block whose rows are not a multiple
+// A tile of R < 6 rows and all NR columns (the last sliver of a block whose rows are not a multiple
 // of 6): only the R valid rows are computed and written.
 template <int R>
 __attribute__((noinline)) void micro_kernel_rows(int64_t kc, const float* __restrict a, const float* __restrict b,
                                                  float* __restrict c, int64_t ldc, bool accumulate) {
   static_assert(R >= 1 && R <= 5, "1 to 5 rows");
-  __m256 l0 = _mm256_setzero_ps(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0, l4 = l0, h4 = l0;
+  vec l0 = vzero(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0, l4 = l0, h4 = l0;
 #define OB_ROW(r, lo, hi)                                         \
   if constexpr (R > r) {                                          \
-    const __m256 ak = _mm256_broadcast_ss(a + k * MR + r);        \
-    lo = _mm256_fmadd_ps(ak, b0, lo);                             \
-    hi = _mm256_fmadd_ps(ak, b1, hi);                             \
+    const vec ak = vbroadcast(a + k * MR + r);                    \
+    lo = vfma(ak, b0, lo);                                        \
+    hi = vfma(ak, b1, hi);                                        \
   }
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
-    const __m256 b0 = _mm256_load_ps(b + k * NR), b1 = _mm256_load_ps(b + k * NR + 8);
+    const vec b0 = vload(b + k * NR), b1 = vload(b + k * NR + VW);
     OB_ROW(0, l0, h0) OB_ROW(1, l1, h1) OB_ROW(2, l2, h2) OB_ROW(3, l3, h3) OB_ROW(4, l4, h4)
   }
 #undef OB_ROW
@@ -187,11 +216,11 @@ __attribute__((noinline)) void micro_kernel_rows(int64_t kc, const float* __rest
   if constexpr (R > r) {                                                        \
     float* cr = c + r * ldc;                                                    \
     if (accumulate) {                                                           \
-      lo = _mm256_add_ps(lo, _mm256_loadu_ps(cr));                              \
-      hi = _mm256_add_ps(hi, _mm256_loadu_ps(cr + 8));                          \
+      lo = vadd(lo, vloadu(cr));                                                \
+      hi = vadd(hi, vloadu(cr + VW));                                           \
     }                                                                           \
-    _mm256_storeu_ps(cr, lo);                                                   \
-    _mm256_storeu_ps(cr + 8, hi);                                               \
+    vstoreu(cr, lo);                                                            \
+    vstoreu(cr + VW, hi);                                                       \
   }
   OB_OUT(0, l0, h0) OB_OUT(1, l1, h1) OB_OUT(2, l2, h2) OB_OUT(3, l3, h3) OB_OUT(4, l4, h4)
 #undef OB_OUT
@@ -200,7 +229,7 @@ __attribute__((noinline)) void micro_kernel_rows(int64_t kc, const float* __rest
 // Partial tile: rows x cols valid; computed into a scratch tile and copied out.
 __attribute__((noinline)) void micro_kernel_edge(int64_t kc, const float* a, const float* b, float* c,
                                                  int64_t ldc, bool accumulate, int64_t rows, int64_t cols) {
-  alignas(32) float edge[MR * NR];
+  alignas(64) float edge[MR * NR];
   micro_kernel_full(kc, a, b, edge, NR, false);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t q = 0; q < cols; ++q)
@@ -255,7 +284,7 @@ void pack_a(int64_t mc, int64_t kc, const float* __restrict A, int64_t lda, floa
   }
 }
 
-// Pack rows [0, kc) x columns [0, nc) of B (leading dim ldb) into 16-column slivers (k-major, zero
+// Pack rows [0, kc) x columns [0, nc) of B (leading dim ldb) into NR-column slivers (k-major, zero
 // columns pad the last sliver). Row-major walk: each source row is read contiguously.
 void pack_b(int64_t kc, int64_t nc, const float* __restrict B, int64_t ldb, float* __restrict out) {
   const int64_t full = nc / NR, rem = nc - full * NR;
@@ -263,8 +292,8 @@ void pack_b(int64_t kc, int64_t nc, const float* __restrict B, int64_t ldb, floa
     const float* src = B + k * ldb;
     float* dst = out + k * NR;
     for (int64_t s = 0; s < full; ++s) {
-      _mm256_store_ps(dst + s * NR * kc, _mm256_loadu_ps(src + s * NR));
-      _mm256_store_ps(dst + s * NR * kc + 8, _mm256_loadu_ps(src + s * NR + 8));
+      vstore(dst + s * NR * kc, vloadu(src + s * NR));
+      vstore(dst + s * NR * kc + VW, vloadu(src + s * NR + VW));
     }
     if (rem) {
       float* d = dst + full * NR * kc;
@@ -345,7 +374,7 @@ float* align_up(void* p) {
 
 int32_t thread_count(const ob_call* call) { return std::max<int32_t>(1, call->num_threads); }
 
-// Columns handled by each thread (16-aligned, so every thread's slivers are full except the last).
+// Columns handled by each thread (NR-aligned, so every thread's slivers are full except the last).
 int64_t cols_per_thread(int64_t N, int32_t threads) { return round_up((N + threads - 1) / threads, NR); }
 
 uint64_t scratch_bytes(int64_t N, int32_t threads) {

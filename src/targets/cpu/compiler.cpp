@@ -17,6 +17,7 @@
 #include "core/process.h"
 #include "targets/cpu/kernel_cache.h"
 #include "targets/cpu/compiler_sandbox.h"
+#include "targets/cpu/isa_level.h"
 
 #ifndef OPBENCH_SOURCE_DIR
 #define OPBENCH_SOURCE_DIR "."
@@ -48,6 +49,17 @@ std::vector<std::string> local_includes(const std::string& text) {
   return names;
 }
 
+// What -march=native enables on this host, as the compiler reports it (computed once).
+std::string native_march_description(const std::string& compiler) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> described;
+  std::lock_guard lock(mutex);
+  auto it = described.find(compiler);
+  if (it != described.end()) return it->second;
+  ProcessOutcome out = run_process({compiler, "-march=native", "-Q", "--help=target"}, std::chrono::seconds(30));
+  return described[compiler] = out.output;
+}
+
 }  // namespace
 
 CompilerConfig CompilerConfig::from_environment() {
@@ -65,10 +77,9 @@ CompilerConfig CompilerConfig::from_environment() {
     c.cache_dir = "/tmp/opbench-cache";
   }
   c.cache_dir /= "kernels";
-  // One instruction set for every kernel, baseline included: x86-64-v3 (AVX2 + FMA). The vendor
-  // BLAS picks its own kernels at run time (OpenBLAS's Haswell kernels where OPENBLAS_CORETYPE says
-  // so); letting candidates use AVX-512 against an AVX2 library would score the ISA, not the kernel.
-  c.base_flags = {"-std=c++20", "-O3", "-march=x86-64-v3", "-mtune=native", "-fopenmp", "-fPIC", "-shared", "-fvisibility=hidden"};
+  // The instruction-set level (-march) is added per build from the request (isa_level.h): baseline
+  // and candidate of one evaluation share it, and the workers run the vendor libraries at it too.
+  c.base_flags = {"-std=c++20", "-O3", "-mtune=native", "-fopenmp", "-fPIC", "-shared", "-fvisibility=hidden"};
   c.vendor_flags = {std::string("-I") + OPBENCH_BLAS_INCLUDE, std::string("-L") + OPBENCH_BLAS_LIBDIR,
                     std::string("-Wl,-rpath,") + OPBENCH_BLAS_LIBDIR, "-lopenblas", "-ldnnl"};
   return c;
@@ -93,7 +104,10 @@ BuildOutcome build_kernel(const BuildRequest& request, const CompilerConfig& con
   BuildOutcome outcome;
   if (!std::filesystem::is_regular_file(request.source))
     throw UsageError(fmt::format("kernel source {} not found", request.source.string()));
+  const IsaLevel level = resolve_isa_level(request.isa);
+  outcome.isa = isa_level_name(level);
   std::vector<std::string> flags = config.base_flags;
+  for (const auto& f : isa_compiler_flags(level)) flags.push_back(f);
   flags.push_back("-I" + config.include_dir.string());
   for (const auto& [name, value] : request.defines) flags.push_back(fmt::format("-D{}={}", name, value));
   flags.insert(flags.end(), request.extra_flags.begin(), request.extra_flags.end());
@@ -109,6 +123,10 @@ BuildOutcome build_kernel(const BuildRequest& request, const CompilerConfig& con
     if (std::filesystem::is_regular_file(path)) key_material += '\0' + read_file(path);
   }
   key_material += '\0' + outcome.compiler;
+  key_material += '\0';
+  key_material += "isa=" + outcome.isa;
+  // -march=native means a different instruction set on another host sharing the cache.
+  if (level == IsaLevel::native) key_material += '\0' + native_march_description(config.compiler);
   for (const auto& f : request.extra_flags)  // a force-included header is part of the source
     if (std::filesystem::is_regular_file(f)) key_material += '\0' + read_file(f);
   for (const auto& f : flags) key_material += '\0' + f;

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "targets/cpu/isa_check.h"
+#include "targets/cpu/isa_level.h"
 #include "targets/cpu/shared_arena.h"
 #include "targets/cpu/symbol_check.h"
 #include "targets/cpu/worker_client.h"
@@ -32,7 +33,7 @@ CpuTarget::CpuTarget() : compiler_(CompilerConfig::from_environment()), worker_p
 std::string CpuTarget::vet(const BuildOutcome& kernel) {
   try {
     if (std::string refusal = check_imports(read_dynamic_imports(kernel.artifact)); !refusal.empty()) return refusal;
-    return check_instruction_set(kernel.artifact);
+    return check_instruction_set(kernel.artifact, resolve_isa_level(kernel.isa));
   } catch (const std::exception& e) {
     return std::string("the built kernel could not be inspected: ") + e.what();
   }
@@ -46,7 +47,10 @@ LaunchOutcome CpuTarget::launch(const BuildOutcome& kernel, BufferSet& inputs, B
   auto* in = dynamic_cast<SharedArena*>(&inputs);
   auto* out = dynamic_cast<SharedArena*>(&outputs);
   if (!in || !out) throw std::logic_error("cpu target: buffers were not allocated by this target");
-  return WorkerClient::start(worker_program_, kernel.artifact, *in, *out, options);
+  // The worker runs the vendor libraries at the level the kernel was built at.
+  LaunchOptions at_level = options;
+  at_level.isa = kernel.isa;
+  return WorkerClient::start(worker_program_, kernel.artifact, *in, *out, at_level);
 }
 
 TargetInfo target_info() {
@@ -58,6 +62,8 @@ TargetInfo target_info() {
   t.source_extension = ".cpp";
   t.context_dir = "cpu";
   t.make = [] { return std::make_unique<CpuTarget>(); };
+  t.isa_levels = isa_level_names();
+  t.resolve_isa = [](const std::string& name) { return isa_level_name(resolve_isa_level(name)); };
   return t;
 }
 

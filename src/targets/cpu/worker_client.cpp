@@ -20,6 +20,7 @@
 
 #include "core/process.h"
 #include "core/rng.h"
+#include "targets/cpu/isa_level.h"
 #include "targets/cpu/sandbox.h"
 #include "targets/cpu/worker_view.h"
 #include "targets/cpu/worker_protocol.h"
@@ -118,7 +119,7 @@ LaunchOutcome WorkerClient::start(const std::filesystem::path& worker_program, c
 
   client->role_ = outputs.label().substr(0, outputs.label().find('-'));
   // Unconfined (the ablation) keeps the parent's environment, with the thread count pinned.
-  std::vector<std::string> env_strings = worker_environment(options.threads, environ, options.sandbox);
+  std::vector<std::string> env_strings = worker_environment(options.threads, options.isa, environ, options.sandbox);
   for (const auto& var : traits.environment) env_strings.push_back(var);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());

@@ -1,4 +1,5 @@
 #include "targets/cpu/worker_view.h"
+#include "targets/cpu/isa_level.h"
 
 #include <sys/stat.h>
 
@@ -53,7 +54,7 @@ bool needs_vendor_library(const std::vector<std::string>& libraries) {
   return false;
 }
 
-std::vector<std::string> worker_environment(int threads, char** parent_environment, bool allow_list) {
+std::vector<std::string> worker_environment(int threads, const std::string& isa, char** parent_environment, bool allow_list) {
   // Prefixes and exact names the worker may inherit. The pinned ones below replace the parent's.
   static const char* const kPrefixes[] = {"OMP_", "GOMP_", "KMP_", "LC_"};
   static const char* const kNames[] = {"LANG", "LANGUAGE", "TZ", "OPBENCH_NO_SECCOMP"};
@@ -72,10 +73,9 @@ std::vector<std::string> worker_environment(int threads, char** parent_environme
     for (const char* n : kPinned) allowed = allowed && (name != n || (!allow_list && (name == "PATH" || name == "HOME" || name == "TMPDIR")));
     if (allowed) env.push_back(var);
   }
-  // One instruction set for everything timed: kernels are built for x86-64-v3 (AVX2 + FMA), so the
-  // vendor libraries of the baselines run their AVX2 code paths too.
-  env.push_back("OPENBLAS_CORETYPE=Haswell");
-  env.push_back("ONEDNN_MAX_CPU_ISA=AVX2");
+  // One instruction set for everything timed: the vendor libraries of the baselines run their code
+  // paths for the level the kernels were built at (isa_level.h).
+  for (const auto& var : vendor_isa_environment(resolve_isa_level(isa))) env.push_back(var);
   env.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
   env.push_back(fmt::format("OPENBLAS_NUM_THREADS={}", threads));
   // Two workers (baseline and candidate) take turns on the same cores; libgomp's default spin

@@ -23,6 +23,6 @@ bool needs_vendor_library(const std::vector<std::string>& libraries);
 // the vendor libraries' instruction-set switches, the locale, opbench's own test switches), PATH
 // is reset to the system's, and the thread count and instruction set are pinned. API keys, tokens,
 // HOME and the user's paths never reach a kernel.
-std::vector<std::string> worker_environment(int threads, char** parent_environment, bool allow_list = true);
+std::vector<std::string> worker_environment(int threads, const std::string& isa, char** parent_environment, bool allow_list = true);
 
 }  // namespace opbench::cpu
