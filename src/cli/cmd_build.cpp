@@ -20,7 +20,7 @@ namespace opbench::cli {
 Command add_build(CLI::App& root) {
   auto* app = root.add_subcommand("build", "Build and vet implementations without running them (cuda: works without a GPU)");
   struct Options {
-    std::string workloads = "all", impls = "baseline,expert", target = "cpu", size;
+    std::string workloads = "all", impls = "baseline,expert", target = "cpu", size, kernel;
     int jobs = 0;
   };
   auto o = std::make_shared<Options>();
@@ -28,6 +28,7 @@ Command add_build(CLI::App& root) {
   app->add_option("--impl", o->impls, "Implementations: baseline, expert (comma-separated)")->capture_default_str();
   add_target_flags(app, o->target, o->size, "Unused (kept for symmetry with run)");
   app->add_option("--jobs", o->jobs, "Builds at once (default: the usable CPUs)")->check(CLI::Range(1, 1024));
+  app->add_option("--kernel", o->kernel, "Build and vet this candidate file instead (for the one workload --workloads names)");
   return {app, [o] {
             Registry registry(Registry::default_root());
             auto target = make_build_target(o->target);
@@ -39,7 +40,13 @@ Command add_build(CLI::App& root) {
               bool cached = false;
             };
             std::vector<Job> jobs;
-            for (const auto* w : registry.select(o->workloads))
+            if (!o->kernel.empty()) {
+              const auto selected = registry.select(o->workloads);
+              if (selected.size() != 1) throw UsageError("--kernel needs exactly one workload in --workloads");
+              if (!std::filesystem::is_regular_file(o->kernel)) throw UsageError(fmt::format("--kernel {}: no such file", o->kernel));
+              jobs.push_back({selected.front(), "candidate", "", "", 0, false});
+            }
+            for (const auto* w : o->kernel.empty() ? registry.select(o->workloads) : std::vector<const WorkloadSpec*>{})
               for (const auto& kind : split_list(o->impls)) {
                 if (kind != "baseline" && kind != "expert") throw UsageError(fmt::format("--impl {}: use baseline or expert", kind));
                 if (w->has_implementation(kind, target->source_extension())) jobs.push_back({w, kind, "", "", 0, false});
@@ -50,7 +57,8 @@ Command add_build(CLI::App& root) {
             auto work = [&] {
               for (size_t i; (i = next++) < jobs.size();) {
                 Job& j = jobs[i];
-                const Implementation impl = builtin_implementation(*j.spec, j.kind, target->source_extension());
+                const Implementation impl = j.kind == "candidate" ? Implementation{"candidate", o->kernel, {}}
+                                                                  : builtin_implementation(*j.spec, j.kind, target->source_extension());
                 try {
                   const BuildOutcome b = target->build({impl.source, impl.kind, impl.trusted(), impl.defines, {}});
                   j.seconds = b.seconds;

@@ -23,6 +23,10 @@ Command add_crosscheck(CLI::App& root) {
   app->add_option("workloads", o->workloads, "Comma-separated ids, prefixes or globs")->required();
   app->add_option("--impl", o->impl, "baseline or expert")->check(CLI::IsMember({"baseline", "expert"}))->capture_default_str();
   add_target_flags(app, o->target, o->size, "Size class (the reference runs on the cpu: keep it small)");
+  // The point is another target than the reference's: cuda where this build has it.
+  for (const auto& name : target_names())
+    if (name == "cuda") o->target = name;
+  o->size = "test";
   app->add_option("--trials", o->trials, "Fresh input sets per workload")->check(CLI::Range(1, 64))->capture_default_str();
   app->add_option("--seed", o->seed, "First seed")->check(seed_value())->capture_default_str();
   return {app, [o] {

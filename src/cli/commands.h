@@ -36,6 +36,7 @@ Command add_report(CLI::App& root);
 Command add_compare(CLI::App& root);
 Command add_build(CLI::App& root);
 Command add_crosscheck(CLI::App& root);
+Command add_targets(CLI::App& root);
 
 // "a,b,,c" -> {"a", "b", "c"}
 std::vector<std::string> split_list(const std::string& text);

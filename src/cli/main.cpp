@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       opbench::cli::add_prompt(app), opbench::cli::add_search(app), opbench::cli::add_leaderboard(app),
       opbench::cli::add_merge(app), opbench::cli::add_slurm(app),
       opbench::cli::add_calibrate(app), opbench::cli::add_report(app), opbench::cli::add_compare(app),
-      opbench::cli::add_build(app), opbench::cli::add_crosscheck(app),
+      opbench::cli::add_build(app), opbench::cli::add_crosscheck(app), opbench::cli::add_targets(app),
   };
   try {
     app.parse(argc, argv);

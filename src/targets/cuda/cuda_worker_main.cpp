@@ -302,8 +302,8 @@ int main() {
     if (op == "prepare") {
       for (int64_t i = 0; i < std::min(count, nsets); ++i) {
         Set& set = sets[size_t((first + i) % nsets)];
-        for (Tensor* t : {&set.inputs, &set.outputs})
-          for (Tensor& x : *t) {
+        for (std::vector<Tensor>* list : {&set.inputs, &set.outputs})
+          for (Tensor& x : *list) {
             WORKER_CUDA(cudaMemcpyAsync(x.device, x.staging, x.bytes, cudaMemcpyHostToDevice, stream), "copying a set to the device");
             WORKER_CUDA(cudaMemsetAsync(x.device + x.bytes, kCanary, kCanaryBytes, stream), "filling canaries");
           }
