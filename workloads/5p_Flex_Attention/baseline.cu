@@ -28,23 +28,32 @@ int64_t heads_per_chunk(int64_t B, int64_t H, int64_t S) {
   return ob_cdiv(H, chunks);
 }
 
-// 8 consecutive bf16 (16-byte aligned) to / from floats.
+// Two bf16 packed in a 32-bit word to / from floats (memcpy, not pointer casts, between the types: no aliasing questions).
+__device__ __forceinline__ float2 unpack2(unsigned w) {
+  __nv_bfloat162 h;
+  memcpy(&h, &w, sizeof h);
+  return __bfloat1622float2(h);
+}
+__device__ __forceinline__ unsigned pack2(float a, float b) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  unsigned w;
+  memcpy(&w, &h, sizeof w);
+  return w;
+}
+
+// 8 consecutive bf16 (16-byte aligned) to / from floats, one 16-byte access.
 __device__ __forceinline__ void load8(const ob_bf16* p, float* f) {
   const uint4 u = *reinterpret_cast<const uint4*>(p);
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+  const unsigned w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    const float2 v = __bfloat1622float2(h[k]);
+    const float2 v = unpack2(w[k]);
     f[2 * k] = v.x;
     f[2 * k + 1] = v.y;
   }
 }
 __device__ __forceinline__ void store8(ob_bf16* p, const float* f) {
-  uint4 u;
-  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&u);
-#pragma unroll
-  for (int k = 0; k < 4; ++k) h[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-  *reinterpret_cast<uint4*>(p) = u;
+  *reinterpret_cast<uint4*>(p) = make_uint4(pack2(f[0], f[1]), pack2(f[2], f[3]), pack2(f[4], f[5]), pack2(f[6], f[7]));
 }
 
 // One block per score row of the chunk: blockIdx.x = (hl·S + i)·B + b for chunk head hl (global head h0 + hl), query row i,
