@@ -57,23 +57,26 @@ Dims dims_of(const ob_call* call) {
 }
 
 int64_t align_bytes(int64_t n) { return (n + 255) / 256 * 256; }
+int64_t pitch_of(int64_t n) { return (n + 7) / 8 * 8; }  // row pitch (elements) of the prefill scores / probabilities
 
 // Workspace plan (bytes): decode scores (SLOTS, Hq, L) fp32; gathered K and V (Hkv, L, D) bf16 each; prefill scores
-// (Hq, rc, L) fp32 and probabilities (Hq, rc, L) bf16 for blocks of rc query rows.
+// (Hq, rc, Lp) fp32 and probabilities (Hq, rc, Lp) bf16 for blocks of rc query rows, Lp = L rounded up to 8 (row pitches are
+// multiples of 8 elements, so that every cuBLAS operand stays 16-byte aligned).
 struct Plan {
   int64_t dec, kg, vg, sc, p, rc, total;
 };
 
 Plan plan_of(const Dims& d) {
   Plan p;
-  int64_t rc = int64_t(kRowBudget) / (d.Hq * d.L * int64_t(sizeof(float) + sizeof(ob_bf16)));
+  const int64_t Lp = pitch_of(d.L);
+  int64_t rc = int64_t(kRowBudget) / (d.Hq * Lp * int64_t(sizeof(float) + sizeof(ob_bf16)));
   p.rc = rc < 1 ? 1 : (rc > d.T ? d.T : rc);
   p.dec = 0;
   p.kg = p.dec + align_bytes(d.SLOTS * d.Hq * d.L * int64_t(sizeof(float)));
   p.vg = p.kg + align_bytes(d.Hkv * d.L * d.D * int64_t(sizeof(ob_bf16)));
   p.sc = p.vg + align_bytes(d.Hkv * d.L * d.D * int64_t(sizeof(ob_bf16)));
-  p.p = p.sc + align_bytes(d.Hq * p.rc * d.L * int64_t(sizeof(float)));
-  p.total = p.p + align_bytes(d.Hq * p.rc * d.L * int64_t(sizeof(ob_bf16)));
+  p.p = p.sc + align_bytes(d.Hq * p.rc * Lp * int64_t(sizeof(float)));
+  p.total = p.p + align_bytes(d.Hq * p.rc * Lp * int64_t(sizeof(ob_bf16)));
   return p;
 }
 
@@ -246,16 +249,17 @@ __global__ void __launch_bounds__(kThreads) gather_kv(const ob_bf16* KV, const i
 }
 
 // Prefill softmax for a block of `rows` query rows of one sequence: row x = blockIdx.x = h·rows + rl of Sc (Hq, rows, n) fp32
-// sees keys t < visible = first + rl (first = kv_len - q_len + r0 + 1, the causal limit of the block's first row), clamped to
-// [1, n]. Probabilities into P (Hq, rows, n) bf16, 0 for t ≥ visible. The row is cached in shared memory (n floats).
-__global__ void __launch_bounds__(kThreads) prefill_softmax(const float* Sc, ob_bf16* P, int rows, int n, int first) {
+// (row pitch ld) sees keys t < visible = first + rl (first = kv_len - q_len + r0 + 1, the causal limit of the block's first
+// row), clamped to [1, n]. Probabilities into P (Hq, rows, n) bf16 (pitch ld), 0 for visible ≤ t < n. The row is cached in
+// shared memory (n floats).
+__global__ void __launch_bounds__(kThreads) prefill_softmax(const float* Sc, ob_bf16* P, int rows, int n, int ld, int first) {
   extern __shared__ float srow[];
   const int64_t x = blockIdx.x;
   const int rl = int(x % rows);
   int visible = first + rl;
   visible = visible < 1 ? 1 : (visible > n ? n : visible);
-  const float* s = Sc + x * n;
-  ob_bf16* p = P + x * n;
+  const float* s = Sc + x * ld;
+  ob_bf16* p = P + x * ld;
   float m = -INFINITY;
   for (int t = threadIdx.x; t < visible; t += blockDim.x) {
     const float v = s[t];
@@ -359,16 +363,17 @@ extern "C" int32_t ob_run(const ob_call* call) {
     for (int64_t r0 = 0; r0 < lq; r0 += pl.rc) {
       const int64_t rows = lq - r0 < pl.rc ? lq - r0 : pl.rc;
       const int64_t n = clamp64(lkv - lq + r0 + rows, 1, lkv);  // keys the block's last row sees
+      const int64_t ld = pitch_of(n), head = rows * ld;          // row pitch, elements per head of Sc and P
       const ob_bf16* Qb = Q + (q0 + r0) * row;
       for (int64_t g = 0; g < d.Hkv; ++g)
         OB_CUBLAS_TRY(ob_gemm_batched(h, false, true, rows, n, d.D, scale, Qb + g * d.G * d.D, row, d.D, Kg + g * lkv * d.D, d.D, 0,
-                                      0.0f, Sc + g * d.G * rows * n, CUDA_R_32F, n, rows * n, d.G));
-      prefill_softmax<<<unsigned(d.Hq * rows), kThreads, size_t(n) * sizeof(float), stream>>>(Sc, P, int(rows), int(n),
+                                      0.0f, Sc + g * d.G * head, CUDA_R_32F, ld, head, d.G));
+      prefill_softmax<<<unsigned(d.Hq * rows), kThreads, size_t(n) * sizeof(float), stream>>>(Sc, P, int(rows), int(n), int(ld),
                                                                                              int(lkv - lq + r0 + 1));
       OB_CUDA_TRY(cudaGetLastError());
       for (int64_t g = 0; g < d.Hkv; ++g)
-        OB_CUBLAS_TRY(ob_gemm_batched(h, false, false, rows, d.D, n, 1.0f, P + g * d.G * rows * n, n, rows * n, Vg + g * lkv * d.D,
-                                      d.D, 0, 0.0f, O + (q0 + r0) * row + g * d.G * d.D, CUDA_R_16BF, row, d.D, d.G));
+        OB_CUBLAS_TRY(ob_gemm_batched(h, false, false, rows, d.D, n, 1.0f, P + g * d.G * head, ld, head, Vg + g * lkv * d.D, d.D, 0,
+                                      0.0f, O + (q0 + r0) * row + g * d.G * d.D, CUDA_R_16BF, row, d.D, d.G));
     }
   }
   return 0;
