@@ -156,7 +156,7 @@ void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f) {
       ->check(finite_number(0, kLongestSeconds))->capture_default_str();
   app->add_option("--max-eval-time", f.max_eval_time, "Bound on one whole evaluation's wall time, seconds (0: none); the timing phase shrinks to fit")
       ->check(finite_number(0, kLongestSeconds, true));
-  app->add_option("--max-memory", f.max_memory, "Most memory one evaluation's buffers may take, e.g. 2G or 512M (default: a quarter of the available memory)");
+  app->add_option("--max-memory", f.max_memory, "Most memory one evaluation's buffers may take, e.g. 2G or 512M (default: a quarter of the available memory, at most 2G)");
   app->add_flag("--no-timing", f.no_timing, "Check correctness only");
   app->add_flag("--warm-l2", f.warm_l2, "cuda: keep L2 warm between timed calls (default: flushed before every call, as nvbench does)");
   app->add_option("--set", f.set, "Override a shape symbol, e.g. --set M=256 (repeatable)");

@@ -16,7 +16,7 @@ namespace opbench {
 int default_thread_count() { return std::max(1, machine_info().logical_cpus); }
 
 uint64_t bytes_per_set(const ResolvedWorkload& w) {
-  return uint64_t(w.input_bytes()) + 3 * uint64_t(w.output_bytes());
+  return uint64_t(w.input_bytes()) + 2 * uint64_t(w.output_bytes());
 }
 
 // Enough sets that one pass over them is twice the last-level cache, so no call finds its data warm
@@ -29,15 +29,29 @@ int rotation_sets(const ResolvedWorkload& w, uint64_t max_memory_bytes) {
   const double for_batches = std::floor(double(256u << 20) / per_set);
   double sets = std::clamp(std::max(for_cache, for_batches), 2.0, 1024.0);
   if (max_memory_bytes > 0) sets = std::min(sets, std::floor(double(max_memory_bytes) / double(std::max<uint64_t>(bytes_per_set(w), 1))));
-  return int(std::max(sets, 2.0));
+  return int(std::max(sets, 1.0));
 }
 
 void fill_input_set(const ResolvedWorkload& w, BufferSet& inputs, int set, uint64_t seed) {
+  // Large tensors are generated a chunk at a time, so the parent never holds a second whole copy
+  // of a set (12p at the cpu size has a 512 MiB input).
+  constexpr uint64_t kChunkElements = uint64_t(4) << 20;
   std::vector<std::byte> host;
   for (size_t t = 0; t < w.inputs.size(); ++t) {
-    host.resize(w.inputs[t].bytes());
-    fill_input(host.data(), w.inputs[t], seed, t, default_thread_count());
-    inputs.write(set, int(t), host.data(), host.size());
+    const TensorInstance& tensor = w.inputs[t];
+    if (!element_wise(tensor)) {
+      host.resize(tensor.bytes());
+      fill_input(host.data(), tensor, seed, t, default_thread_count());
+      inputs.write(set, int(t), host.data(), host.size());
+      continue;
+    }
+    const uint64_t n = tensor.numel(), elem = dtype_size(tensor.dtype);
+    host.resize(std::min(n, kChunkElements) * elem);
+    for (uint64_t b = 0; b < n; b += kChunkElements) {
+      const uint64_t e = std::min(n, b + kChunkElements);
+      fill_input_range(host.data(), tensor, seed, t, b, e, default_thread_count());
+      inputs.write_part(set, int(t), b * elem, host.data(), (e - b) * elem);
+    }
   }
 }
 

@@ -63,11 +63,12 @@ int default_thread_count();
 
 // How many input sets an evaluation rotates through: one pass over them is at least twice the
 // last-level cache, as many as fit in 256 MiB (so short calls still get long batches), at most
-// 1024, and never more than fit in `max_memory_bytes` (0: no bound) — at least 2.
+// 1024, and never more than fit in `max_memory_bytes` (0: no bound); 2 at least where two fit (the
+// never-seen-inputs cross-check needs two), else 1.
 int rotation_sets(const ResolvedWorkload& workload, uint64_t max_memory_bytes = 0);
 
-// Bytes an evaluation holds per input set: the inputs, both sides' outputs and the parent's copy of
-// the expected outputs.
+// Bytes an evaluation holds per input set: the inputs and both sides' outputs (the expected outputs
+// stay in the baseline's, and generation and comparison go a chunk at a time).
 uint64_t bytes_per_set(const ResolvedWorkload& workload);
 
 // Fills set `set` of `inputs` from `seed` (every input tensor of the workload).

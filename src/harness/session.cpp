@@ -53,6 +53,8 @@ constexpr double kFreshMinPartS = 0.002;
 constexpr double kRooflineUntrustedShare = 0.5;
 // CPU time above threads x wall by this factor means the kernel ran more threads than it was given.
 constexpr double kThreadOveruse = 1.25;
+// The default bound on one evaluation's buffers (with a quarter of the available memory).
+constexpr uint64_t kDefaultMemoryBound = uint64_t(2) << 30;
 // Device timers: how much more per call than the baseline the candidate's batches may hold outside
 // the device's events (launch, synchronisation and copy latencies vary by tens of microseconds).
 constexpr double kDeviceOverheadSlackMs = 0.05;
@@ -66,27 +68,29 @@ double to_seconds(std::chrono::steady_clock::duration d) { return std::chrono::d
 
 }  // namespace
 
-void ExpectedOutputs::capture(BufferSet& from, int set) {
-  std::vector<std::vector<std::byte>> tensors(size_t(from.tensors()));
-  for (int t = 0; t < from.tensors(); ++t) {
-    tensors[size_t(t)].resize(from.bytes(t));
-    from.read(set, t, tensors[size_t(t)].data(), from.bytes(t));
-  }
-  for (auto& [s, data] : by_set_)
+void ExpectedOutputs::capture(const BufferSet& from, int set) {
+  if (from_ && from_ != &from) digests_.clear();
+  from_ = &from;
+  const uint64_t d = from.digest(set);
+  for (auto& [s, digest] : digests_)
     if (s == set) {
-      data = std::move(tensors);
+      digest = d;
       return;
     }
-  by_set_.emplace_back(set, std::move(tensors));
+  digests_.emplace_back(set, d);
 }
 
 bool ExpectedOutputs::has(int set) const {
-  return std::any_of(by_set_.begin(), by_set_.end(), [&](const auto& e) { return e.first == set; });
+  return std::any_of(digests_.begin(), digests_.end(), [&](const auto& e) { return e.first == set; });
 }
 
-const std::vector<std::byte>& ExpectedOutputs::at(int set, int tensor) const {
-  for (const auto& [s, data] : by_set_)
-    if (s == set) return data[size_t(tensor)];
+const BufferSet& ExpectedOutputs::source(int set) const {
+  for (const auto& [s, digest] : digests_)
+    if (s == set) {
+      if (from_->digest(set) != digest)
+        throw std::logic_error(fmt::format("the expected outputs of set {} changed between their capture and their check", set));
+      return *from_;
+    }
   throw std::logic_error(fmt::format("no expected outputs captured for set {}", set));
 }
 
@@ -174,11 +178,13 @@ bool EvaluationSession::build() {
 // 2. Buffers for the input sets, sized against the memory bound.
 bool EvaluationSession::allocate() {
   uint64_t bound = options_.max_memory_bytes;
-  if (bound == 0) bound = available_memory_bytes() / 4;
-  const uint64_t two_sets = 2 * bytes_per_set(*w_);
-  if (options_.max_memory_bytes > 0 && two_sets > options_.max_memory_bytes)
-    throw UsageError(fmt::format("{} at size {} needs {:.1f} MiB for two input sets, more than --max-memory ({:.1f} MiB)", spec_.id,
-                                 options_.size, double(two_sets) / (1 << 20), double(options_.max_memory_bytes) / (1 << 20)));
+  // Default: a quarter of the available memory, at most 2 GiB; a workload whose single set is
+  // larger still gets one set (the bound is the user's to set with --max-memory).
+  if (bound == 0) bound = std::max<uint64_t>(std::min<uint64_t>(available_memory_bytes() / 4, kDefaultMemoryBound), bytes_per_set(*w_));
+  const uint64_t one_set = bytes_per_set(*w_);
+  if (options_.max_memory_bytes > 0 && one_set > options_.max_memory_bytes)
+    throw UsageError(fmt::format("{} at size {} needs {:.1f} MiB for one input set, more than --max-memory ({:.1f} MiB)", spec_.id,
+                                 options_.size, double(one_set) / (1 << 20), double(options_.max_memory_bytes) / (1 << 20)));
   sets_ = rotation_sets(*w_, bound);
   r_.integrity.input_sets = size_t(sets_);
   say(fmt::format("allocating {} input sets", sets_));
@@ -244,11 +250,21 @@ std::string EvaluationSession::verify_set(int set) {
   if (inputs_->digest(set) != input_digests_[size_t(set)]) return "the kernel modified its inputs";
   std::string reason;
   CorrectnessInfo& info = r_.correctness;
+  const BufferSet& expected = expected_.source(set);
   for (int t = 0; t < candidate_out_->tensors(); ++t) {
     const auto& tensor = w_->outputs[size_t(t)];
-    scratch_.resize(candidate_out_->bytes(t));
-    candidate_out_->read(set, t, scratch_.data(), scratch_.size());
-    Comparison c = compare_tensors(scratch_.data(), expected_.at(set, t).data(), tensor.numel(), tensor.dtype, w_->tolerance);
+    // Compared a chunk at a time: no whole host copy of either side.
+    constexpr size_t kChunkElements = size_t(4) << 20;
+    const size_t elem = dtype_size(tensor.dtype), n = tensor.numel();
+    scratch_.resize(std::min(n, kChunkElements) * elem);
+    expected_chunk_.resize(scratch_.size());
+    Comparison c;
+    for (size_t b = 0; b < n; b += kChunkElements) {
+      const size_t e = std::min(n, b + kChunkElements);
+      candidate_out_->read_part(set, t, b * elem, scratch_.data(), (e - b) * elem);
+      expected.read_part(set, t, b * elem, expected_chunk_.data(), (e - b) * elem);
+      c.merge(compare_tensors(scratch_.data(), expected_chunk_.data(), e - b, tensor.dtype, w_->tolerance));
+    }
     info.elements_checked += c.elements;
     info.mismatches += c.mismatches;
     info.non_finite += c.non_finite;

@@ -25,17 +25,23 @@
 
 namespace opbench {
 
-// The baseline's outputs for the sets in use, copied into the parent's own memory: the only place
-// the expected answers live while a candidate runs.
+// Which sets of the baseline's output buffers hold the expected answers, and their digests. The
+// answers stay where the baseline wrote them: the buffers the baseline's worker (trusted, and frozen
+// while the candidate runs) shares with the parent alone; the candidate's worker never maps them. No
+// copy is made, so a 512 MiB output costs no second 512 MiB; the digest, checked before every
+// comparison, says loudly if anything rewrote a set between its capture and its check.
 class ExpectedOutputs {
  public:
-  void capture(BufferSet& from, int set);
-  const std::vector<std::byte>& at(int set, int tensor) const;
+  void capture(const BufferSet& from, int set);
+  // The buffers holding set `set`'s expected outputs; throws std::logic_error when it was not
+  // captured or changed since.
+  const BufferSet& source(int set) const;
   bool has(int set) const;
-  void clear() { by_set_.clear(); }
+  void clear() { digests_.clear(); }
 
  private:
-  std::vector<std::pair<int, std::vector<std::vector<std::byte>>>> by_set_;
+  const BufferSet* from_ = nullptr;
+  std::vector<std::pair<int, uint64_t>> digests_;
 };
 
 class EvaluationSession {
@@ -93,7 +99,7 @@ class EvaluationSession {
   KernelRunner* baseline_ = nullptr;
   KernelRunner* kernel_ = nullptr;
   double baseline_call_s_ = 0, candidate_call_s_ = 0;
-  std::vector<std::byte> scratch_;
+  std::vector<std::byte> scratch_, expected_chunk_;
   std::mt19937_64 watch_draw_;
   double candidate_cpu_at_launch_ = -1;
 };

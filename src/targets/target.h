@@ -50,6 +50,10 @@ class BufferSet {
   // Copies `bytes` (== bytes(tensor)) host bytes into / out of one tensor of one set.
   virtual void write(int set, int tensor, const void* host, size_t bytes) = 0;
   virtual void read(int set, int tensor, void* host, size_t bytes) const = 0;
+  // Part of one tensor: `bytes` bytes at byte `offset` (offset + bytes <= bytes(tensor)), so large
+  // tensors are generated and compared in chunks instead of whole host copies.
+  virtual void write_part(int set, int tensor, size_t offset, const void* host, size_t bytes) = 0;
+  virtual void read_part(int set, int tensor, size_t offset, void* host, size_t bytes) const = 0;
   // Fills every tensor of `set` with the poison pattern (fill_poison in core/poison.h): NaN in
   // float lanes, so an element a kernel skips fails the comparison.
   virtual void poison(int set) = 0;

@@ -180,23 +180,38 @@ const std::vector<DistributionInfo>& known_distributions() {
   return all;
 }
 
-void fill_input(void* data, const TensorInstance& tensor, uint64_t set_seed, size_t tensor_index, int threads) {
-  const uint64_t seed = derive_seed(set_seed, tensor_index + 1);
-  RangeFn fn = nullptr;
+namespace {
+
+RangeFn element_fn(const TensorInstance& tensor) {
   for (const auto& d : kElementDistributions)
-    if (tensor.init.dist == d.info.name) fn = d.fn;
-  const uint64_t n = tensor.numel();
-  if (!fn) {
-    std::vector<int32_t> values = whole_tensor(tensor, set_seed, seed);
-    std::vector<double> as_double(values.begin(), values.end());
-    store(data, 0, as_double.data(), n, tensor.dtype);
-    return;
-  }
+    if (tensor.init.dist == d.info.name) return d.fn;
+  return nullptr;
+}
+
+}  // namespace
+
+bool element_wise(const TensorInstance& tensor) { return element_fn(tensor) != nullptr; }
+
+void fill_input(void* data, const TensorInstance& tensor, uint64_t set_seed, size_t tensor_index, int threads) {
+  if (element_wise(tensor)) return fill_input_range(data, tensor, set_seed, tensor_index, 0, tensor.numel(), threads);
+  const uint64_t seed = derive_seed(set_seed, tensor_index + 1);
+  std::vector<int32_t> values = whole_tensor(tensor, set_seed, seed);
+  std::vector<double> as_double(values.begin(), values.end());
+  store(data, 0, as_double.data(), tensor.numel(), tensor.dtype);
+}
+
+void fill_input_range(void* data, const TensorInstance& tensor, uint64_t set_seed, size_t tensor_index, uint64_t first, uint64_t last,
+                      int threads) {
+  const uint64_t seed = derive_seed(set_seed, tensor_index + 1);
+  const RangeFn fn = element_fn(tensor);
+  if (!fn) throw std::logic_error("fill_input_range: " + tensor.name + " is not drawn element by element");
+  const uint64_t n = last - first;
+  // Element b of the tensor goes to data[b - first].
   auto work = [&](uint64_t begin, uint64_t end) {
     std::vector<double> chunk(4096);
     for (uint64_t b = begin; b < end; b += chunk.size()) {
       const uint64_t e = std::min<uint64_t>(end, b + chunk.size());
-      fn(tensor.init, tensor, seed, b, e, chunk.data());
+      fn(tensor.init, tensor, seed, first + b, first + e, chunk.data());
       store(data, b, chunk.data(), e - b, tensor.dtype);
     }
   };

@@ -17,6 +17,13 @@ namespace opbench {
 // unknown distribution or parameters that cannot be satisfied.
 void fill_input(void* data, const TensorInstance& tensor, uint64_t set_seed, size_t tensor_index, int threads);
 
+// Elements [begin, end) of the same tensor into `data` (which holds end - begin elements): the values
+// fill_input would put there. Only for distributions drawn element by element (element_wise());
+// the others (ragged metadata, a few KB) are filled whole.
+bool element_wise(const TensorInstance& tensor);
+void fill_input_range(void* data, const TensorInstance& tensor, uint64_t set_seed, size_t tensor_index, uint64_t begin, uint64_t end,
+                      int threads);
+
 // The distributions fill_input knows, with their parameters, for docs and `opbench show`.
 struct DistributionInfo {
   const char* name;

@@ -39,3 +39,30 @@ TEST(Compare, InfinityMatchesOnlyItself) {
 }
 
 }  // namespace opbench
+
+namespace opbench {
+namespace {
+
+// The session compares large outputs a chunk at a time and merges: the merged comparison is the one
+// of the whole tensor, first mismatch index included.
+TEST(Compare, ChunksMergedAreTheWholeComparison) {
+  std::vector<float> got(10, 1.0f), expected(10, 1.0f);
+  got[7] = 2.0f;
+  got[8] = NAN;
+  const Tolerance tol{1e-3, 1e-3};
+  const Comparison whole = compare_tensors(got.data(), expected.data(), 10, DType::f32, tol);
+  Comparison merged;
+  for (size_t b = 0; b < 10; b += 3) {
+    const size_t n = std::min<size_t>(3, 10 - b);
+    merged.merge(compare_tensors(got.data() + b, expected.data() + b, n, DType::f32, tol));
+  }
+  EXPECT_EQ(merged.elements, whole.elements);
+  EXPECT_EQ(merged.mismatches, whole.mismatches);
+  EXPECT_EQ(merged.non_finite, whole.non_finite);
+  EXPECT_EQ(merged.first_mismatch, 7);
+  EXPECT_EQ(merged.first_mismatch, whole.first_mismatch);
+  EXPECT_DOUBLE_EQ(merged.max_abs_err, whole.max_abs_err);
+}
+
+}  // namespace
+}  // namespace opbench

@@ -33,6 +33,8 @@ class FakeBuffers final : public BufferSet {
   size_t bytes(int t) const override { return tensors_[size_t(t)].bytes(); }
   void write(int set, int t, const void* host, size_t n) override { std::memcpy(at(set, t), host, n); }
   void read(int set, int t, void* host, size_t n) const override { std::memcpy(host, slot(set, t).data(), n); }
+  void write_part(int set, int t, size_t offset, const void* host, size_t n) override { std::memcpy(at(set, t) + offset, host, n); }
+  void read_part(int set, int t, size_t offset, void* host, size_t n) const override { std::memcpy(host, slot(set, t).data() + offset, n); }
   void poison(int set) override {
     for (int t = 0; t < tensors(); ++t) fill_poison(at(set, t), bytes(t));
   }

@@ -33,6 +33,22 @@ TEST(Inputs, SameSeedSameValuesWhateverTheThreads) {
   EXPECT_NE(std::memcmp(a.data(), c.data(), a.size() * 4), 0);
 }
 
+// The harness fills large tensors a chunk at a time (fill_input_set): each chunk must hold exactly
+// the values the whole-tensor fill puts there, in both float types.
+TEST(Inputs, ARangeHoldsWhatTheWholeFillPutsThere) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    TensorInstance t = tensor({3001, 7}, "normal", {{"mean", 0}, {"std", 1}});
+    t.dtype = dtype;
+    const size_t elem = dtype_size(dtype);
+    std::vector<std::byte> whole(t.bytes()), parts(t.bytes());
+    fill_input(whole.data(), t, 7, 2, 3);
+    for (uint64_t b = 0; b < t.numel(); b += 4099)
+      fill_input_range(parts.data() + b * elem, t, 7, 2, b, std::min<uint64_t>(t.numel(), b + 4099), 2);
+    EXPECT_EQ(std::memcmp(whole.data(), parts.data(), whole.size()), 0) << dtype_name(dtype);
+  }
+  EXPECT_TRUE(element_wise(tensor({4}, "normal", {{"mean", 0}, {"std", 1}})));
+}
+
 TEST(Inputs, NormalAndUniformHaveTheirMoments) {
   TensorInstance n = tensor({200000}, "normal", {{"mean", 1.0}, {"std", 0.1}});
   std::vector<float> v(n.numel());

@@ -153,9 +153,16 @@ TEST_F(SessionTest, MemoryBoundLimitsTheInputSets) {
   options_.max_memory_bytes = 64 * 1024;
   Result r = eval("correct-100");
   ASSERT_EQ(r.status, Status::correct) << r.message;
-  // 64 floats in, 64 out (three copies of the outputs): 1 KiB a set.
-  EXPECT_EQ(r.integrity.input_sets, 64u);
+  // 64 floats in, 64 out for each side (the expected outputs stay in the baseline's): 768 B a set.
+  EXPECT_EQ(r.integrity.input_sets, 85u);
+  // Room for one set only: one set, and the never-seen-inputs cross-check says it was skipped.
   options_.max_memory_bytes = 1000;
+  Result one = eval("correct-100");
+  ASSERT_EQ(one.status, Status::correct) << one.message;
+  EXPECT_EQ(one.integrity.input_sets, 1u);
+  EXPECT_NE(one.integrity.fresh_check.find("skipped"), std::string::npos) << one.integrity.fresh_check;
+  // Not even one set: a usage error naming --max-memory.
+  options_.max_memory_bytes = 500;
   EXPECT_THROW(eval("correct-100"), UsageError);
 }
 

@@ -51,9 +51,20 @@ SharedArena::~SharedArena() {
   if (fd_ >= 0) close(fd_);
 }
 
-void SharedArena::check(int set, int tensor, size_t n) const {
-  if (set < 0 || set >= sets_ || tensor < 0 || tensor >= tensors() || n != bytes(tensor))
-    throw std::logic_error(fmt::format("shared arena: set {} tensor {} with {} bytes is out of range", set, tensor, n));
+void SharedArena::check(int set, int tensor, size_t n, size_t offset, bool whole) const {
+  const bool ok = set >= 0 && set < sets_ && tensor >= 0 && tensor < tensors() &&
+                  (whole ? n == bytes(tensor) && offset == 0 : offset <= bytes(tensor) && n <= bytes(tensor) - offset);
+  if (!ok) throw std::logic_error(fmt::format("shared arena: set {} tensor {} with {} bytes at {} is out of range", set, tensor, n, offset));
+}
+
+void SharedArena::write_part(int set, int tensor, size_t offset, const void* host, size_t n) {
+  check(set, tensor, n, offset, false);
+  std::memcpy(at(set, tensor) + offset, host, n);
+}
+
+void SharedArena::read_part(int set, int tensor, size_t offset, void* host, size_t n) const {
+  check(set, tensor, n, offset, false);
+  std::memcpy(host, at(set, tensor) + offset, n);
 }
 
 void SharedArena::write(int set, int tensor, const void* host, size_t n) {

@@ -23,6 +23,8 @@ class SharedArena final : public BufferSet {
   size_t bytes(int tensor) const override { return tensors_[size_t(tensor)].bytes(); }
   void write(int set, int tensor, const void* host, size_t bytes) override;
   void read(int set, int tensor, void* host, size_t bytes) const override;
+  void write_part(int set, int tensor, size_t offset, const void* host, size_t bytes) override;
+  void read_part(int set, int tensor, size_t offset, void* host, size_t bytes) const override;
   void poison(int set) override;
   uint64_t digest(int set) const override;
   bool canaries_intact(int set, std::string* damaged_tensor) const override;
@@ -42,7 +44,7 @@ class SharedArena final : public BufferSet {
   };
   const Slot& slot(int set, int tensor) const { return slots_[size_t(set) * tensors_.size() + size_t(tensor)]; }
   std::byte* at(int set, int tensor) const { return base_ + slot(set, tensor).offset; }
-  void check(int set, int tensor, size_t bytes) const;
+  void check(int set, int tensor, size_t bytes, size_t offset = 0, bool whole = true) const;
 
   std::vector<TensorInstance> tensors_;
   std::string label_;
