@@ -50,9 +50,9 @@ static __global__ void offset_kernel(int32_t* koff, int64_t Kc, int64_t Kp, int6
     koff[k] = k < Kc ? int32_t((k / (K * K)) * H * W + ((k / K) % K) * W + k % K) : 0;
 }
 
-// The implicit GEMM: block (blockIdx.x, blockIdx.y) computes channels [m0, m0 + 128) × flat output positions
-// [q0, q0 + 128), q = (n·OH + y)·OW + xo over the whole batch. Each stage stages a 128 × 32 tile of Wp and a
-// 32 × 128 tile of the gathered x in shared memory (the next stage's global loads are in flight in registers
+// The implicit GEMM: block (blockIdx.x, blockIdx.y) computes channels [m0, m0 + kBM) × flat output positions
+// [q0, q0 + kBN), q = (n·OH + y)·OW + xo over the whole batch. Each stage stages a kBM × kBK tile of Wp and a
+// kBK × kBN tile of the gathered x in shared memory (the next stage's global loads are in flight in registers
 // while the current one is multiplied). Epilogue: each warp stages one 16×16 accumulator at a time in shared
 // memory and writes c, fp32, to C[n, o, y, xo] (NCHW).
 static __global__ void __launch_bounds__(kThreads, 2) conv_kernel(const ob_bf16* x, const ob_bf16* wp, const int32_t* koff,

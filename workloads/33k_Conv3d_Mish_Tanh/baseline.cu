@@ -51,11 +51,11 @@ static __global__ void offset_kernel(int32_t* koff, int64_t Kc, int64_t Kp, int6
 // inf and tanh(inf) = 1 for c > 88).
 static __device__ __forceinline__ float mish(float c) { return c * tanhf(log1pf(expf(c))); }
 
-// The implicit GEMM: block (blockIdx.x, blockIdx.y) computes channels [m0, m0 + 128) × flat output positions
-// [q0, q0 + 128), q = ((n·OD + z)·OH + y)·OW + xo over the whole batch. Each stage stages a 128 × 32 tile of Wp and a
-// 32 × 128 tile of the gathered x in shared memory (the next stage's global loads are in flight in registers
-// while the current one is multiplied). Epilogue: each warp stages one 16×16 accumulator at a time in shared
-// memory and writes tanh(mish(c + b[o])) to out[n, o, z, y, xo].
+// The implicit GEMM: block (blockIdx.x, blockIdx.y) computes channels [m0, m0 + kBM) × flat output positions
+// [q0, q0 + kBN), q = ((n·OD + z)·OH + y)·OW + xo over the whole batch. Each stage stages a kBM × kBK tile of Wp
+// and a kBK × kBN tile of the gathered x in shared memory (the next stage's global loads are in flight in
+// registers while the current one is multiplied). Epilogue: each warp stages one 16×16 accumulator at a time in
+// shared memory and writes tanh(mish(c + b[o])) to out[n, o, z, y, xo].
 static __global__ void __launch_bounds__(kThreads, 2) conv_kernel(const ob_bf16* x, const ob_bf16* wp, const int32_t* koff,
                                                                const ob_bf16* b, ob_bf16* out, int64_t Cout, int64_t Cin, int64_t D,
                                                                int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t P, int64_t QT,
