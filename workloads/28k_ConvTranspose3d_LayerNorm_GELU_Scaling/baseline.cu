@@ -2,16 +2,16 @@
 // 2, padding 1 (PyTorch semantics, Wt stored (Cin, Cout, kd, kh, kw)), then LayerNorm over the last (width)
 // axis (biased variance, eps 1e-5) with width-indexed ln_weight, ln_bias, then gelu_tanh · 1.0.
 // Estimate (full, N=32 Cin=32 Cout=64 16×32×32 → 32×64×64; 650 TFLOP/s, 3.5 TB/s): 0.137 TFLOP 0.21 ms + 7.01 GB 2.00 ms ≈ 2.22 ms; XLA 4.94 ms (0.45x).
-// Composition: XLA runs the transposed convolution in cuDNN, then the LayerNorm as a reduction fusion and
-// an elementwise fusion. Here, the gather form of the transposed convolution: with stride 2 and kernel 4,
-// an output position of parity (z, r, q) mod 2 = (pz, py, px) receives exactly 2 taps per axis, so each of
-// the 8 parity classes is a 2×2×2 convolution of x. A small kernel packs Wt into the 8 class matrices
-// (Cout, Cin·8); then per chunk of samples and per class: an im2col kernel (zeros where a tap falls outside
-// the input) and one cuBLAS GEMM (bf16 operands, fp32 accumulation) into that class's slice of Y; then one
-// LayerNorm kernel (a warp per output width row, gathering its even and odd columns from two classes: the
-// mean, the centered biased variance, the affine and the GELU) that writes `out` in NCDHW. Y is fp32, since
-// it feeds the LayerNorm statistics. The model's conv bias is not an input (workload.toml): a per-channel
-// bias is constant along the width and the LayerNorm cancels it.
+// Composition, as XLA on a GPU: XLA runs the transposed convolution in cuDNN, then the LayerNorm as a
+// reduction fusion and an elementwise fusion. Here, the gather form of the transposed convolution: with
+// stride 2 and kernel 4, an output position of parity (z, r, q) mod 2 = (pz, py, px) receives exactly 2 taps
+// per axis, so each of the 8 parity classes is a 2×2×2 convolution of x. A small kernel packs Wt into the 8
+// class matrices (Cout, Cin·8); then per chunk of samples and per class: an im2col kernel (zeros where a tap
+// falls outside the input) and one cuBLAS GEMM (bf16 operands, fp32 accumulation) into that class's slice of
+// Y; then one LayerNorm kernel (a warp per output width row, gathering its even and odd columns from two
+// classes: the mean, the centered biased variance, the affine and the GELU) that writes `out` in NCDHW. Y is
+// fp32, since it feeds the LayerNorm statistics. The model's conv bias is not an input (workload.toml): a
+// per-channel bias is constant along the width and the LayerNorm cancels it.
 #include <opbench/cuda_blas.cuh>
 
 OB_DEFINE_ABI_VERSION()
