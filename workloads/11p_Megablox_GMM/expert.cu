@@ -597,7 +597,7 @@ uint64_t round256(uint64_t x) { return (x + 255) / 256 * 256; }
 int64_t round8(int64_t x) { return (x + 7) / 8 * 8; }
 #endif
 
-int32_t run_fast(const ob_bf16* lhs, int64_t lda, const ob_bf16* rhs, int64_t ldb, const int32_t* sizes, ob_bf16* out, int64_t M,
+[[maybe_unused]] int32_t run_fast(const ob_bf16* lhs, int64_t lda, const ob_bf16* rhs, int64_t ldb, const int32_t* sizes, ob_bf16* out, int64_t M,
                  int64_t N, int64_t K, int64_t G, int* counter, cudaStream_t stream) {
   MapCacheEntry* e = nullptr;
   for (auto& c : g_maps)
@@ -653,7 +653,7 @@ int32_t run_simple(const ob_bf16* lhs, const ob_bf16* rhs, const int32_t* sizes,
   return 0;
 }
 
-bool fast_shape(int64_t M, int64_t N, int64_t K, int64_t G) {
+[[maybe_unused]] bool fast_shape(int64_t M, int64_t N, int64_t K, int64_t G) {
   return M >= 1 && N >= 8 && K >= 8 && N % 8 == 0 && K % 8 == 0 && G >= 1 && G <= kMaxGroups &&
          (ob_cdiv(M, kBM) + G) * ob_cdiv(N, kBN) < (int64_t(1) << 30);
 }
@@ -705,10 +705,9 @@ extern "C" int32_t ob_run(const ob_call* call) {
   if (!call->workspace) return 13;
   if (call->workspace_bytes < workspace_for(M, N, K, G)) return 14;
   uint8_t* ws = static_cast<uint8_t*>(call->workspace);
-  int* counter = reinterpret_cast<int*>(ws);
-  (void)counter;
   int* ends = reinterpret_cast<int*>(ws + kCounterBytes);
 #ifndef OB_EXPERT_SIMPLE
+  int* counter = reinterpret_cast<int*>(ws);
   if (fast_shape(M, N, K, G)) return run_fast(lhs, K, rhs, N, sizes, out, M, N, K, G, counter, stream);
 #ifdef OB_EXPERT_FORCE_FAST
   if (G <= kMaxGroups) {

@@ -398,8 +398,11 @@ typedef CUresult (*EncodeTiledFn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t,
                                   const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
+EncodeTiledFn g_encode = nullptr;
+bool g_attr_set = false;
+
 EncodeTiledFn encode_fn() {
-  static EncodeTiledFn fn = nullptr;
+  EncodeTiledFn& fn = g_encode;
   if (!fn) {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
@@ -436,7 +439,7 @@ struct MapCacheEntry {
 MapCacheEntry g_maps[8];
 int g_maps_next = 0;
 
-int32_t run_fast(const ob_bf16* A, int64_t lda, const ob_bf16* B, int64_t ldb, ob_bf16* C, int64_t M, int64_t N, int64_t K,
+[[maybe_unused]] int32_t run_fast(const ob_bf16* A, int64_t lda, const ob_bf16* B, int64_t ldb, ob_bf16* C, int64_t M, int64_t N, int64_t K,
                  cudaStream_t stream) {
   MapCacheEntry* e = nullptr;
   for (auto& c : g_maps)
@@ -460,10 +463,9 @@ int32_t run_fast(const ob_bf16* A, int64_t lda, const ob_bf16* B, int64_t ldb, o
     e->ldb = ldb;
     e->valid = true;
   }
-  static bool attr_set = false;
-  if (!attr_set) {
+  if (!g_attr_set) {
     OB_CUDA_TRY(cudaFuncSetAttribute(gemm_tma_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes)));
-    attr_set = true;
+    g_attr_set = true;
   }
   int device = 0, sms = 0;
   OB_CUDA_TRY(cudaGetDevice(&device));
@@ -483,7 +485,7 @@ int32_t run_simple(const ob_bf16* A, const ob_bf16* B, ob_bf16* C, int64_t M, in
   return 0;
 }
 
-bool fast_shape(int64_t M, int64_t N, int64_t K) {
+[[maybe_unused]] bool fast_shape(int64_t M, int64_t N, int64_t K) {
   return M >= 1 && N >= 8 && K >= 8 && N % 8 == 0 && K % 8 == 0 && ob_cdiv(M, kBM) * ob_cdiv(N, kBN) < (int64_t(1) << 31);
 }
 
