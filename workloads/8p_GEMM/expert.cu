@@ -18,22 +18,30 @@
 //    wgmma group in flight (wait_group 1) so the tensor cores always have queued work.
 //  - Tile order: tiles t = blockIdx.x + i*gridDim.x; t is rasterised in bands of 16 M-tiles (n-major
 //    inside a band), so the ~132 concurrent tiles touch 16 A row-panels and ~9 B column-panels.
-//  - Epilogue: fp32 -> bf16x2 straight from the accumulator registers to global memory (4-byte
-//    stores, row/column masked). While the consumers store, the producer is already loading the
-//    next tile's first stages.
+//  - Epilogue (default, kTmaStore): each consumer warpgroup converts its 64x256 fp32 slice to bf16
+//    and writes it as 4 boxes of 64x64 through two 8 KiB staging buffers in shared memory (stmatrix
+//    into TMA's 128B-swizzled layout, fence.proxy.async, named barrier, one TMA store per box,
+//    double-buffered with cp.async.bulk.wait_group.read). The stores drain while the next tile's
+//    MMAs run; the producer is already loading the next tile's first stages meanwhile.
+//    Fallback (OB_EXPERT_DIRECT_EPILOGUE, or N % 8 != 0 under OB_EXPERT_FORCE_FAST): bf16x2 4-byte
+//    stores straight from the accumulator registers, row/column masked.
 //  Accepted shapes: any M >= 1, N >= 8, K >= 8 with N % 8 == 0 and K % 8 == 0 (TMA needs 16-byte
-//  row pitches); partial tiles are zero-filled by TMA (out-of-bounds boxes) and masked on store.
-//  Everything else (the test size 61x77x93, K = 0) takes the simple kernel below.
+//  row pitches); partial tiles are zero-filled by TMA loads (out-of-bounds boxes) and clipped by
+//  TMA stores. Everything else (the test size 61x77x93, K = 0) takes the simple kernel below.
+//  Shared memory: 4 x 48 KiB stages + 32 KiB staging + barriers + 1 KiB alignment slack = 225 KiB.
 //
 // Compile-time switches:
 //  - OB_EXPERT_SIMPLE: always use the simple kernel (smem-tiled fp32 FMA, obviously right, slow).
 //  - OB_EXPERT_FORCE_FAST: shapes whose pitches are not multiples of 8 elements are copied into
 //    zero-padded workspace buffers and still run the fast kernel (so `opbench crosscheck` at the
 //    test size exercises the TMA/wgmma path). Off by default.
+//  - OB_EXPERT_DIRECT_EPILOGUE: registers -> global stores instead of the staged TMA-store epilogue
+//    (to isolate an epilogue fault).
 //
 // Return codes of ob_run (besides 0 and OB_CUDA_ERROR_BASE + cudaError_t):
 //   2 bad ranks/shapes, 3 extents too large, 10 cuTensorMapEncodeTiled entry point not found,
-//   11 encoding A's tensor map failed, 12 encoding B's tensor map failed, 14 workspace too small.
+//   11 encoding A's tensor map failed, 12 encoding B's tensor map failed, 14 workspace too small,
+//   15 encoding C's tensor map failed.
 //
 // References (PTX ISA 9.0, "Asynchronous Warpgroup Level Matrix Instructions", section 9.7.15):
 //   [ML] 9.7.15.5.1.2 Shared Memory Matrix Layout (canonical layouts, LBO/SBO definitions),
@@ -60,8 +68,11 @@ constexpr uint32_t kABytes = kBM * kBK * 2;       // 16384: 128 rows x 128 B
 constexpr uint32_t kBBoxBytes = 64 * kBK * 2;     // 8192: 64 k-rows x 128 B (64 n)
 constexpr uint32_t kBBytes = kBN * kBK * 2;       // 32768: 4 boxes
 constexpr uint32_t kStageBytes = kABytes + kBBytes;
+constexpr uint32_t kEpiBufBytes = 64 * 64 * 2;   // 8192: one 64-row x 64-column bf16 staging box (128B-swizzled)
+constexpr uint32_t kEpiBytes = 4 * kEpiBufBytes;  // 2 buffers per consumer warpgroup
 constexpr uint32_t kBarrierBytes = 2 * kStages * 8;
-constexpr size_t kSmemBytes = 1024 /* alignment slack */ + size_t(kStages) * kStageBytes + kBarrierBytes;
+// Layout from the 1024-aligned base: stages | epilogue staging | mbarriers.
+constexpr size_t kSmemBytes = 1024 /* alignment slack */ + size_t(kStages) * kStageBytes + kEpiBytes + kBarrierBytes;
 constexpr int kBandM = 16;                        // rasterisation band (M tiles)
 static_assert(kSmemBytes <= 227 * 1024, "shared memory budget");
 
@@ -126,6 +137,35 @@ __device__ __forceinline__ void wgmma_wait() {
 // Makes later (non-volatile) uses of r depend on a volatile asm placed after wgmma.wait_group, so
 // the compiler cannot hoist reads of the accumulators above the wait.
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
+// stmatrix.m8n8.x4.b16 (PTX ISA 9.7.14.5.16 stmatrix): stores four 8x8 b16 matrices; register ri of
+// lane l holds row l/4, columns 2(l%4), 2(l%4)+1 of matrix i; lanes 8i..8i+7 give the 16-byte row
+// addresses of matrix i (rows 0..7).
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+// Orders this thread's generic-proxy shared-memory writes before later async-proxy (TMA) reads.
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// [TMA] 2-D tiled bulk tensor copy shared -> global (bulk-group completion); elements outside the
+// tensor are not written.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(reinterpret_cast<uint64_t>(map)),
+               "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Wait until at most N of this thread's bulk groups are still reading their shared-memory source.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
+// Named barrier over `count` threads (ids 1, 2: one per consumer warpgroup; 0 is __syncthreads).
+__device__ __forceinline__ void named_bar_sync(int id, int count) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory"); }
 
 // [MD] Matrix descriptor: bits 0-13 start address >> 4, 16-29 leading-dimension byte offset >> 4,
 // 32-45 stride-dimension byte offset >> 4, 49-51 base offset (0: every swizzle pattern used here
@@ -210,14 +250,18 @@ __device__ __forceinline__ void tile_coords(int t, int num_m, int num_n, int& mb
 // ---------------------------------------------------------------------------------------------
 // Fast kernel
 // ---------------------------------------------------------------------------------------------
+// kTmaStore: the epilogue goes through 128B-swizzled shared staging boxes (stmatrix) and TMA stores
+// (needs N % 8 == 0 for C's pitch); otherwise fp32 -> bf16 straight from registers to global memory.
+template <bool kTmaStore>
 __global__ void __launch_bounds__(kThreads, 1)
-    gemm_tma_wgmma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, ob_bf16* __restrict__ C,
-                   int M, int N, int K) {
+    gemm_tma_wgmma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                   const __grid_constant__ CUtensorMap tmC, ob_bf16* __restrict__ C, int M, int N, int K) {
   extern __shared__ uint8_t smem_raw[];
   // 1024-byte alignment: the 128B swizzle pattern repeats every 1024 B and both TMA and wgmma
   // compute it from address bits, so every stage (and every A/B sub-tile) starts on a 1024-B boundary.
   const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-  const uint32_t bars = base + kStages * kStageBytes;
+  const uint32_t epi = base + kStages * kStageBytes;  // staging box (warpgroup cw, buffer b) at epi + (2cw + b) * 8192
+  const uint32_t bars = epi + kEpiBytes;
   auto full_bar = [&](int s) { return bars + 8u * uint32_t(s); };
   auto empty_bar = [&](int s) { return bars + 8u * uint32_t(kStages + s); };
   auto stage_a = [&](int s) { return base + uint32_t(s) * kStageBytes; };
@@ -276,6 +320,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
     int s = 0;
     uint32_t phase = 0;
+    uint32_t epi_count = 0;  // staging boxes written so far by this warpgroup (buffer = epi_count % 2)
     for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
       int mb, nb;
       tile_coords(t, num_m, num_n, mb, nb);
@@ -307,27 +352,67 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Epilogue. [FD] accumulator fragment of m64nNk16 (f32): thread (warp w, lane l) holds, for
       // j = 0..N/8-1: d[4j+0], d[4j+1] at row 16w + l/4, columns 8j + 2(l%4) + {0,1}; d[4j+2],
       // d[4j+3] at row 16w + l/4 + 8, same columns. (Equivalently CUTLASS's CLayout_64xN.)
-      const int row0 = mb * kBM + cw * 64 + warp * 16 + (lane >> 2);
-      const int col0 = nb * kBN + 2 * (lane & 3);
+      if constexpr (kTmaStore) {
+        // The warpgroup's 64 x 256 slice goes out as 4 boxes of 64 rows x 64 columns. Each box is
+        // staged in one of the warpgroup's two 8 KiB buffers in TMA's SWIZZLE_128B layout (row r at
+        // r*128 B, 16-byte chunk c at chunk position c ^ (r % 8)) and written by one TMA store.
+        // stmatrix x4 number p of box q stores the 8x8 matrices (block j = 8q + 2p, rows 0-7),
+        // (j, rows 8-15), (j + 1, rows 0-7), (j + 1, rows 8-15) of this warp's 16 rows: their
+        // registers are bf16x2(d[4j], d[4j+1]), (d[4j+2], d[4j+3]), (d[4j+4], d[4j+5]),
+        // (d[4j+6], d[4j+7]); lane l addresses row (l%8) + 8((l/8)%2) of block j + l/16.
+        const int wg_tid = threadIdx.x & 127;
+        const uint32_t lrow = uint32_t(warp * 16 + (lane & 7) + 8 * ((lane >> 3) & 1));  // row within the 64
+        const uint32_t lblk = uint32_t(lane >> 4);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = row0 + 8 * h;
-        if (row < M) {
-          ob_bf16* crow = C + int64_t(row) * N;
+        for (int q = 0; q < 4; ++q) {
+          const uint32_t buf = epi + (2u * uint32_t(cw) + (epi_count & 1u)) * kEpiBufBytes;
+          if (epi_count >= 2) {
+            // This buffer was the source of the store issued two boxes ago: wait until it is read.
+            if (wg_tid == 0) bulk_wait_read<1>();
+            named_bar_sync(1 + cw, 128);
+          }
 #pragma unroll
-          for (int j = 0; j < 32; ++j) {
-            const int col = col0 + 8 * j;
-            const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-            if (n_even) {
-              // N even and col even: col < N implies col + 1 < N, and the 4-byte store is aligned.
-              if (col < N) *reinterpret_cast<uint32_t*>(crow + col) = pack_bf16x2(v0, v1);
-            } else {
-              if (col < N) crow[col] = __float2bfloat16_rn(v0);
-              if (col + 1 < N) crow[col + 1] = __float2bfloat16_rn(v1);
+          for (int p = 0; p < 4; ++p) {
+            const int j = 8 * q + 2 * p;
+            const uint32_t chunk = uint32_t(2 * p) + lblk;
+            stmatrix_x4(buf + lrow * 128u + ((chunk ^ (lrow & 7u)) << 4), pack_bf16x2(acc[4 * j], acc[4 * j + 1]),
+                        pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]), pack_bf16x2(acc[4 * j + 4], acc[4 * j + 5]),
+                        pack_bf16x2(acc[4 * j + 6], acc[4 * j + 7]));
+          }
+          fence_proxy_async_smem();
+          named_bar_sync(1 + cw, 128);
+          if (wg_tid == 0) {
+            tma_store_2d(&tmC, buf, nb * kBN + 64 * q, mb * kBM + cw * 64);
+            bulk_commit();
+          }
+          ++epi_count;
+        }
+      } else {
+        const int row0 = mb * kBM + cw * 64 + warp * 16 + (lane >> 2);
+        const int col0 = nb * kBN + 2 * (lane & 3);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0 + 8 * h;
+          if (row < M) {
+            ob_bf16* crow = C + int64_t(row) * N;
+#pragma unroll
+            for (int j = 0; j < 32; ++j) {
+              const int col = col0 + 8 * j;
+              const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+              if (n_even) {
+                // N even and col even: col < N implies col + 1 < N, and the 4-byte store is aligned.
+                if (col < N) *reinterpret_cast<uint32_t*>(crow + col) = pack_bf16x2(v0, v1);
+              } else {
+                if (col < N) crow[col] = __float2bfloat16_rn(v0);
+                if (col + 1 < N) crow[col + 1] = __float2bfloat16_rn(v1);
+              }
             }
           }
         }
       }
+    }
+    if constexpr (kTmaStore) {
+      if ((threadIdx.x & 127) == 0) bulk_wait<0>();  // the last stores are complete before the CTA exits
     }
   }
 }
@@ -430,20 +515,27 @@ bool make_map_2d(EncodeTiledFn fn, CUtensorMap* map, const void* ptr, uint64_t d
 
 // Tensor maps depend only on pointers and shapes: keep the last few (input sets rotate).
 struct MapCacheEntry {
-  CUtensorMap a, b;
+  CUtensorMap a, b, c;
   const void* pa;
   const void* pb;
+  const void* pc;
   int64_t M, N, K, lda, ldb;
   bool valid;
 };
 MapCacheEntry g_maps[8];
 int g_maps_next = 0;
+bool g_attr_set_direct = false;
 
-[[maybe_unused]] int32_t run_fast(const ob_bf16* A, int64_t lda, const ob_bf16* B, int64_t ldb, ob_bf16* C, int64_t M, int64_t N, int64_t K,
-                 cudaStream_t stream) {
+[[maybe_unused]] int32_t run_fast(const ob_bf16* A, int64_t lda, const ob_bf16* B, int64_t ldb, ob_bf16* C, int64_t M, int64_t N,
+                                  int64_t K, cudaStream_t stream) {
+#ifdef OB_EXPERT_DIRECT_EPILOGUE
+  const bool tma_store = false;
+#else
+  const bool tma_store = N % 8 == 0;  // C's row pitch must be a multiple of 16 bytes for a tensor map
+#endif
   MapCacheEntry* e = nullptr;
   for (auto& c : g_maps)
-    if (c.valid && c.pa == A && c.pb == B && c.M == M && c.N == N && c.K == K && c.lda == lda && c.ldb == ldb) e = &c;
+    if (c.valid && c.pa == A && c.pb == B && c.pc == C && c.M == M && c.N == N && c.K == K && c.lda == lda && c.ldb == ldb) e = &c;
   if (!e) {
     EncodeTiledFn fn = encode_fn();
     if (!fn) return 10;
@@ -454,8 +546,15 @@ int g_maps_next = 0;
     if (!make_map_2d(fn, &e->a, A, uint64_t(K), uint64_t(M), uint64_t(lda) * 2, kBK, kBM)) return 11;
     // B: dim0 = n (N), dim1 = k (K), pitch ldb*2; box {64 n, 64 k}.
     if (!make_map_2d(fn, &e->b, B, uint64_t(N), uint64_t(K), uint64_t(ldb) * 2, 64, kBK)) return 12;
+    // C: dim0 = n (N), dim1 = m (M), pitch N*2; box {64 n, 64 m} (stores of one warpgroup's box).
+    if (tma_store) {
+      if (!make_map_2d(fn, &e->c, C, uint64_t(N), uint64_t(M), uint64_t(N) * 2, 64, 64)) return 15;
+    } else {
+      memset(&e->c, 0, sizeof e->c);  // unused by the direct-store kernel
+    }
     e->pa = A;
     e->pb = B;
+    e->pc = C;
     e->M = M;
     e->N = N;
     e->K = K;
@@ -463,16 +562,23 @@ int g_maps_next = 0;
     e->ldb = ldb;
     e->valid = true;
   }
-  if (!g_attr_set) {
-    OB_CUDA_TRY(cudaFuncSetAttribute(gemm_tma_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes)));
-    g_attr_set = true;
+  bool& attr_set = tma_store ? g_attr_set : g_attr_set_direct;
+  if (!attr_set) {
+    if (tma_store)
+      OB_CUDA_TRY(cudaFuncSetAttribute(gemm_tma_wgmma<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes)));
+    else
+      OB_CUDA_TRY(cudaFuncSetAttribute(gemm_tma_wgmma<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes)));
+    attr_set = true;
   }
   int device = 0, sms = 0;
   OB_CUDA_TRY(cudaGetDevice(&device));
   OB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int64_t tiles = ob_cdiv(M, kBM) * ob_cdiv(N, kBN);
   const int grid = int(tiles < sms ? tiles : sms);
-  gemm_tma_wgmma<<<grid, kThreads, kSmemBytes, stream>>>(e->a, e->b, C, int(M), int(N), int(K));
+  if (tma_store)
+    gemm_tma_wgmma<true><<<grid, kThreads, kSmemBytes, stream>>>(e->a, e->b, e->c, C, int(M), int(N), int(K));
+  else
+    gemm_tma_wgmma<false><<<grid, kThreads, kSmemBytes, stream>>>(e->a, e->b, e->c, C, int(M), int(N), int(K));
   OB_CUDA_TRY(cudaGetLastError());
   return 0;
 }
