@@ -27,6 +27,15 @@
 //    both warpgroups stay in step with the ring): a <=64-row tile costs half a 128-row tile.
 //  - lhs through a 2-D tensor map {K, M}; rhs through a 3-D tensor map {N, K, G} so that a k block
 //    past K reads zeros, never the next group's weights.
+//  - Epilogue (default for G <= 128, the full size's G): a consumer warpgroup whose 64 rows all belong
+//    to the group converts them to bf16 and writes them as 4 boxes of 64x64 through two 8 KiB
+//    staging buffers in shared memory (stmatrix into TMA's 128B-swizzled layout,
+//    fence.proxy.async, named barrier, one TMA store per box, double-buffered with
+//    cp.async.bulk.wait_group.read); the stores drain while the next tile's MMAs run. A warpgroup
+//    holding the last, partial rows of a group (a TMA store would overwrite the next group's rows)
+//    stores bf16x2 from registers, masked to the group's rows; so does every warpgroup when G > 128
+//    (no room for both the staging buffers and a larger schedule) or with OB_EXPERT_DIRECT_EPILOGUE.
+//    Shared memory: 4 x 48 KiB stages + 32 KiB staging + schedule + 1 KiB alignment slack <= 227 KiB.
 //  - Rows r >= Σ size (none with the workload's sizes) are zeroed by the consumers.
 //  Accepted shapes: N % 8 == 0, K % 8 == 0 (TMA pitches), N, K >= 8, 1 <= G <= 1024. Everything
 //  else (the test size 301x67x45, G = 9) takes the simple kernel below.
@@ -37,11 +46,13 @@
 //  - OB_EXPERT_FORCE_FAST: shapes whose pitches are not multiples of 8 elements are copied into
 //    zero-padded workspace buffers and still run the fast kernel (so `opbench crosscheck` at the
 //    test size exercises the TMA/wgmma path). Off by default.
+//  - OB_EXPERT_DIRECT_EPILOGUE: registers -> global stores only, no staged TMA-store epilogue (to
+//    isolate an epilogue fault).
 //
 // Return codes of ob_run (besides 0 and OB_CUDA_ERROR_BASE + cudaError_t):
 //   2 bad ranks/shapes, 3 extents too large, 10 cuTensorMapEncodeTiled entry point not found,
 //   11 encoding lhs's tensor map failed, 12 encoding rhs's tensor map failed, 13 no workspace,
-//   14 workspace too small.
+//   14 workspace too small, 15 encoding out's tensor map failed.
 //
 // References (PTX ISA 9.0, "Asynchronous Warpgroup Level Matrix Instructions", section 9.7.15):
 //   [ML] 9.7.15.5.1.2 Shared Memory Matrix Layout (canonical layouts, LBO/SBO definitions),
@@ -68,14 +79,22 @@ constexpr uint32_t kABytes = kBM * kBK * 2;       // 16384: 128 rows x 128 B
 constexpr uint32_t kBBoxBytes = 64 * kBK * 2;     // 8192: 64 k-rows x 128 B (64 n)
 constexpr uint32_t kBBytes = kBN * kBK * 2;       // 32768: 4 boxes
 constexpr uint32_t kStageBytes = kABytes + kBBytes;
-constexpr int kMaxGroups = 1024;                  // schedule arrays in shared memory
-// Shared memory after the stages: 12 mbarriers (full[4], empty[4], tile_full[2], tile_empty[2]) in
-// the first 128 bytes, 4 ints (tile ring[2], total rows) at +128, the schedule at +256:
-// tile_start[kMaxGroups + 1], row_start[kMaxGroups], row_end[kMaxGroups].
-constexpr uint32_t kMiscOffset = kStages * kStageBytes;
-constexpr uint32_t kSchedOffset = kMiscOffset + 256;
-constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kSchedOffset + size_t(3 * kMaxGroups + 1) * 4;
-static_assert(kSmemBytes <= 227 * 1024, "shared memory budget");
+constexpr int kMaxGroups = 1024;                  // largest G of the fast path
+constexpr uint32_t kEpiBufBytes = 64 * 64 * 2;    // 8192: one 64-row x 64-column bf16 staging box (128B-swizzled)
+// Shared memory from the 1024-aligned base: stages | epilogue staging (TMA-store variant: 2 boxes per
+// consumer warpgroup, 32 KiB) | 256 bytes: 12 mbarriers (full[4], empty[4], tile_full[2],
+// tile_empty[2]) in the first 128, then the tile ring [2] and the total row count | the schedule:
+// tile_start[maxG + 1], row_start[maxG], row_end[maxG]. The TMA-store variant has room for G <= 128
+// only (227 KiB in all); the direct-store variant takes G <= 1024.
+template <bool kTmaStore>
+struct Layout {
+  static constexpr int kMaxG = kTmaStore ? 128 : kMaxGroups;
+  static constexpr uint32_t kEpi = kStages * kStageBytes;
+  static constexpr uint32_t kMisc = kEpi + (kTmaStore ? 4 * kEpiBufBytes : 0);
+  static constexpr uint32_t kSched = kMisc + 256;
+  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kSched + size_t(3 * kMaxG + 1) * 4;
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory budget");
+};
 
 // ---------------------------------------------------------------------------------------------
 // PTX wrappers
@@ -138,6 +157,35 @@ __device__ __forceinline__ void wgmma_wait() {
 // Makes later (non-volatile) uses of r depend on a volatile asm placed after wgmma.wait_group, so
 // the compiler cannot hoist reads of the accumulators above the wait.
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
+// stmatrix.m8n8.x4.b16 (PTX ISA 9.7.14.5.16 stmatrix): stores four 8x8 b16 matrices; register ri of
+// lane l holds row l/4, columns 2(l%4), 2(l%4)+1 of matrix i; lanes 8i..8i+7 give the 16-byte row
+// addresses of matrix i (rows 0..7).
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+// Orders this thread's generic-proxy shared-memory writes before later async-proxy (TMA) reads.
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// [TMA] 2-D tiled bulk tensor copy shared -> global (bulk-group completion); elements outside the
+// tensor are not written.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(reinterpret_cast<uint64_t>(map)),
+               "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Wait until at most N of this thread's bulk groups are still reading their shared-memory source.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
+// Named barrier over `count` threads (ids 1, 2: one per consumer warpgroup; 0 is __syncthreads).
+__device__ __forceinline__ void named_bar_sync(int id, int count) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory"); }
 
 // [MD] Matrix descriptor: bits 0-13 start address >> 4, 16-29 leading-dimension byte offset >> 4,
 // 32-45 stride-dimension byte offset >> 4, 49-51 base offset (0: every swizzle pattern used here
@@ -233,27 +281,35 @@ __device__ __forceinline__ int find_group(const int* tile_start, int G, int t) {
 // ---------------------------------------------------------------------------------------------
 // Fast kernel
 // ---------------------------------------------------------------------------------------------
+// kTmaStore: a warpgroup whose 64 rows all belong to the tile's group writes them through 128B-
+// swizzled shared staging boxes (stmatrix) and TMA stores (needs N % 8 == 0); a warpgroup with a
+// partial slice (the last rows of a group), and every warpgroup of the other variant, stores
+// bf16x2 straight from registers, masked to the group's rows.
+template <bool kTmaStore>
 __global__ void __launch_bounds__(kThreads, 1)
-    gmm_tma_wgmma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, ob_bf16* __restrict__ out,
-                  const int32_t* __restrict__ group_sizes, int* __restrict__ tile_counter, int M, int N, int K, int G) {
+    gmm_tma_wgmma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                  const __grid_constant__ CUtensorMap tmC, ob_bf16* __restrict__ out, const int32_t* __restrict__ group_sizes,
+                  int* __restrict__ tile_counter, int M, int N, int K, int G) {
+  using L = Layout<kTmaStore>;
   extern __shared__ uint8_t smem_raw[];
   // 1024-byte alignment: the 128B swizzle pattern repeats every 1024 B and both TMA and wgmma
   // compute it from address bits, so every stage (and every A/B sub-tile) starts on a 1024-B boundary.
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
   uint8_t* const gbase = smem_raw + (base - raw);  // generic pointer to `base`
-  const uint32_t bars = base + kMiscOffset;
+  const uint32_t epi = base + L::kEpi;  // staging box (warpgroup cw, buffer b) at epi + (2cw + b) * 8192
+  const uint32_t bars = base + L::kMisc;
   auto full_bar = [&](int s) { return bars + 8u * uint32_t(s); };
   auto empty_bar = [&](int s) { return bars + 8u * uint32_t(kStages + s); };
   auto tile_full_bar = [&](int i) { return bars + 8u * uint32_t(2 * kStages + i); };
   auto tile_empty_bar = [&](int i) { return bars + 8u * uint32_t(2 * kStages + 2 + i); };
   auto stage_a = [&](int s) { return base + uint32_t(s) * kStageBytes; };
   auto stage_b = [&](int s) { return base + uint32_t(s) * kStageBytes + kABytes; };
-  volatile int* const tile_ring = reinterpret_cast<volatile int*>(gbase + kMiscOffset + 128);  // [2]
-  int* const total_rows_p = reinterpret_cast<int*>(gbase + kMiscOffset + 136);
-  int* const tile_start = reinterpret_cast<int*>(gbase + kSchedOffset);  // [G + 1]
-  int* const row_start = tile_start + (kMaxGroups + 1);                  // [G]
-  int* const row_end = row_start + kMaxGroups;                           // [G]
+  volatile int* const tile_ring = reinterpret_cast<volatile int*>(gbase + L::kMisc + 128);  // [2]
+  int* const total_rows_p = reinterpret_cast<int*>(gbase + L::kMisc + 136);
+  int* const tile_start = reinterpret_cast<int*>(gbase + L::kSched);  // [G + 1]
+  int* const row_start = tile_start + (L::kMaxG + 1);                 // [G]
+  int* const row_end = row_start + L::kMaxG;                          // [G]
 
   const int num_n = (N + kBN - 1) / kBN;
   const int nk = (K + kBK - 1) / kBK;
@@ -370,6 +426,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
     int s = 0;
     uint32_t phase = 0;
+    uint32_t epi_count = 0;  // staging boxes written so far by this warpgroup (buffer = epi_count % 2)
+    (void)epi_count;
     for (int it = 0;; ++it) {
       const int slot = it & 1;
       mbar_wait(tile_full_bar(slot), (uint32_t(it) >> 1) & 1u);
@@ -427,27 +485,69 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Epilogue. [FD] accumulator fragment of m64nNk16 (f32): thread (warp w, lane l) holds, for
       // j = 0..N/8-1: d[4j+0], d[4j+1] at row 16w + l/4, columns 8j + 2(l%4) + {0,1}; d[4j+2],
       // d[4j+3] at row 16w + l/4 + 8, same columns. Only the group's rows are stored.
-      const int lrow0 = cw * 64 + warp * 16 + (lane >> 2);  // row within the tile
-      const int col0 = n0 + 2 * (lane & 3);
+      bool staged = false;
+      if constexpr (kTmaStore) staged = rows_valid >= 64 * (cw + 1);  // all 64 rows are the group's (warpgroup-uniform)
+      if (staged) {
+        // The warpgroup's 64 x 256 slice goes out as 4 boxes of 64 rows x 64 columns. Each box is
+        // staged in one of the warpgroup's two 8 KiB buffers in TMA's SWIZZLE_128B layout (row r at
+        // r*128 B, 16-byte chunk c at chunk position c ^ (r % 8)) and written by one TMA store.
+        // stmatrix x4 number p of box q stores the 8x8 matrices (block j = 8q + 2p, rows 0-7),
+        // (j, rows 8-15), (j + 1, rows 0-7), (j + 1, rows 8-15) of this warp's 16 rows: their
+        // registers are bf16x2(d[4j], d[4j+1]), (d[4j+2], d[4j+3]), (d[4j+4], d[4j+5]),
+        // (d[4j+6], d[4j+7]); lane l addresses row (l%8) + 8((l/8)%2) of block j + l/16.
+        const int wg_tid = threadIdx.x & 127;
+        const uint32_t lrow = uint32_t(warp * 16 + (lane & 7) + 8 * ((lane >> 3) & 1));  // row within the 64
+        const uint32_t lblk = uint32_t(lane >> 4);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int lrow = lrow0 + 8 * h;
-        if (lrow < rows_valid) {
-          ob_bf16* orow = out + int64_t(m0 + lrow) * N;
+        for (int q = 0; q < 4; ++q) {
+          const uint32_t buf = epi + (2u * uint32_t(cw) + (epi_count & 1u)) * kEpiBufBytes;
+          if (epi_count >= 2) {
+            // This buffer was the source of the store issued two boxes ago: wait until it is read.
+            if (wg_tid == 0) bulk_wait_read<1>();
+            named_bar_sync(1 + cw, 128);
+          }
 #pragma unroll
-          for (int j = 0; j < 32; ++j) {
-            const int col = col0 + 8 * j;
-            const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-            if (n_even) {
-              // N even and col even: col < N implies col + 1 < N, and the 4-byte store is aligned.
-              if (col < N) *reinterpret_cast<uint32_t*>(orow + col) = pack_bf16x2(v0, v1);
-            } else {
-              if (col < N) orow[col] = __float2bfloat16_rn(v0);
-              if (col + 1 < N) orow[col + 1] = __float2bfloat16_rn(v1);
+          for (int p = 0; p < 4; ++p) {
+            const int j = 8 * q + 2 * p;
+            const uint32_t chunk = uint32_t(2 * p) + lblk;
+            stmatrix_x4(buf + lrow * 128u + ((chunk ^ (lrow & 7u)) << 4), pack_bf16x2(acc[4 * j], acc[4 * j + 1]),
+                        pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]), pack_bf16x2(acc[4 * j + 4], acc[4 * j + 5]),
+                        pack_bf16x2(acc[4 * j + 6], acc[4 * j + 7]));
+          }
+          fence_proxy_async_smem();
+          named_bar_sync(1 + cw, 128);
+          if (wg_tid == 0) {
+            tma_store_2d(&tmC, buf, n0 + 64 * q, m0 + cw * 64);
+            bulk_commit();
+          }
+          ++epi_count;
+        }
+      } else {
+        const int lrow0 = cw * 64 + warp * 16 + (lane >> 2);  // row within the tile
+        const int col0 = n0 + 2 * (lane & 3);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int lrow = lrow0 + 8 * h;
+          if (lrow < rows_valid) {
+            ob_bf16* orow = out + int64_t(m0 + lrow) * N;
+#pragma unroll
+            for (int j = 0; j < 32; ++j) {
+              const int col = col0 + 8 * j;
+              const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+              if (n_even) {
+                // N even and col even: col < N implies col + 1 < N, and the 4-byte store is aligned.
+                if (col < N) *reinterpret_cast<uint32_t*>(orow + col) = pack_bf16x2(v0, v1);
+              } else {
+                if (col < N) orow[col] = __float2bfloat16_rn(v0);
+                if (col + 1 < N) orow[col + 1] = __float2bfloat16_rn(v1);
+              }
             }
           }
         }
       }
+    }
+    if constexpr (kTmaStore) {
+      if ((threadIdx.x & 127) == 0) bulk_wait<0>();  // the last stores are complete before the CTA exits
     }
   }
 }
@@ -581,14 +681,16 @@ bool make_map(EncodeTiledFn fn, CUtensorMap* map, const void* ptr, int rank, con
 
 // Tensor maps depend only on pointers and shapes: keep the last few (input sets rotate).
 struct MapCacheEntry {
-  CUtensorMap a, b;
+  CUtensorMap a, b, c;
   const void* pa;
   const void* pb;
+  const void* pc;
   int64_t M, N, K, G, lda, ldb;
   bool valid;
 };
 MapCacheEntry g_maps[8];
 int g_maps_next = 0;
+bool g_attr_set_direct = false;
 
 constexpr uint64_t kCounterBytes = 256;  // the tile counter, at the start of the workspace
 
@@ -597,11 +699,20 @@ uint64_t round256(uint64_t x) { return (x + 255) / 256 * 256; }
 int64_t round8(int64_t x) { return (x + 7) / 8 * 8; }
 #endif
 
-[[maybe_unused]] int32_t run_fast(const ob_bf16* lhs, int64_t lda, const ob_bf16* rhs, int64_t ldb, const int32_t* sizes, ob_bf16* out, int64_t M,
-                 int64_t N, int64_t K, int64_t G, int* counter, cudaStream_t stream) {
+[[maybe_unused]] int32_t run_fast(const ob_bf16* lhs, int64_t lda, const ob_bf16* rhs, int64_t ldb, const int32_t* sizes, ob_bf16* out,
+                                  int64_t M, int64_t N, int64_t K, int64_t G, int* counter, cudaStream_t stream) {
+#ifdef OB_EXPERT_DIRECT_EPILOGUE
+  const bool tma_store = false;
+#else
+  // out's row pitch must be a multiple of 16 bytes for a tensor map; the staged variant's schedule
+  // arrays hold G <= 128.
+  const bool tma_store = N % 8 == 0 && G <= Layout<true>::kMaxG;
+#endif
   MapCacheEntry* e = nullptr;
   for (auto& c : g_maps)
-    if (c.valid && c.pa == lhs && c.pb == rhs && c.M == M && c.N == N && c.K == K && c.G == G && c.lda == lda && c.ldb == ldb) e = &c;
+    if (c.valid && c.pa == lhs && c.pb == rhs && c.pc == out && c.M == M && c.N == N && c.K == K && c.G == G && c.lda == lda &&
+        c.ldb == ldb)
+      e = &c;
   if (!e) {
     EncodeTiledFn fn = encode_fn();
     if (!fn) return 10;
@@ -616,8 +727,17 @@ int64_t round8(int64_t x) { return (x + 7) / 8 * 8; }
     const uint64_t b_dims[3] = {uint64_t(N), uint64_t(K), uint64_t(G)}, b_pitch[2] = {uint64_t(ldb) * 2, uint64_t(K * ldb) * 2};
     const uint32_t b_box[3] = {64u, uint32_t(kBK), 1u};
     if (!make_map(fn, &e->b, rhs, 3, b_dims, b_pitch, b_box)) return 12;
+    // out: dims {N, M}, row pitch N*2; box {64 n, 64 rows} (stores of one warpgroup's box).
+    if (N % 8 == 0) {
+      const uint64_t c_dims[2] = {uint64_t(N), uint64_t(M)}, c_pitch[1] = {uint64_t(N) * 2};
+      const uint32_t c_box[2] = {64u, 64u};
+      if (!make_map(fn, &e->c, out, 2, c_dims, c_pitch, c_box)) return 15;
+    } else {
+      memset(&e->c, 0, sizeof e->c);  // unused by the direct-store kernel
+    }
     e->pa = lhs;
     e->pb = rhs;
+    e->pc = out;
     e->M = M;
     e->N = N;
     e->K = K;
@@ -626,9 +746,14 @@ int64_t round8(int64_t x) { return (x + 7) / 8 * 8; }
     e->ldb = ldb;
     e->valid = true;
   }
-  if (!g_attr_set) {
-    OB_CUDA_TRY(cudaFuncSetAttribute(gmm_tma_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes)));
-    g_attr_set = true;
+  bool& attr_set = tma_store ? g_attr_set : g_attr_set_direct;
+  if (!attr_set) {
+    if (tma_store)
+      OB_CUDA_TRY(cudaFuncSetAttribute(gmm_tma_wgmma<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Layout<true>::kSmemBytes)));
+    else
+      OB_CUDA_TRY(
+          cudaFuncSetAttribute(gmm_tma_wgmma<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Layout<false>::kSmemBytes)));
+    attr_set = true;
   }
   int device = 0, sms = 0;
   OB_CUDA_TRY(cudaGetDevice(&device));
@@ -637,7 +762,12 @@ int64_t round8(int64_t x) { return (x + 7) / 8 * 8; }
   const int64_t max_tiles = (ob_cdiv(M, kBM) + G) * ob_cdiv(N, kBN);
   const int grid = int(max_tiles < sms ? max_tiles : sms);
   OB_CUDA_TRY(cudaMemsetAsync(counter, 0, sizeof(int), stream));
-  gmm_tma_wgmma<<<grid, kThreads, kSmemBytes, stream>>>(e->a, e->b, out, sizes, counter, int(M), int(N), int(K), int(G));
+  if (tma_store)
+    gmm_tma_wgmma<true><<<grid, kThreads, Layout<true>::kSmemBytes, stream>>>(e->a, e->b, e->c, out, sizes, counter, int(M), int(N),
+                                                                              int(K), int(G));
+  else
+    gmm_tma_wgmma<false><<<grid, kThreads, Layout<false>::kSmemBytes, stream>>>(e->a, e->b, e->c, out, sizes, counter, int(M),
+                                                                                int(N), int(K), int(G));
   OB_CUDA_TRY(cudaGetLastError());
   return 0;
 }
