@@ -393,12 +393,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int n0 = (local % num_n) * kBN;
         for (int kb = 0; kb < nk; ++kb) {
           mbar_wait(empty_bar(s), phase ^ 1u);  // consumers released this slot (first pass: free)
-          mbar_arrive_expect_tx(full_bar(s), kStageBytes);
+          // rhs boxes wholly past N (only when N % 256 != 0) are not loaded: the columns they would
+          // feed are never stored, so stale shared memory there is harmless. Every other box is at
+          // least partly in bounds (m0 < M, k0 < K) and its out-of-bounds part reads as zero.
+          const int nboxes = min(4, (N - n0 + 63) / 64);
+          mbar_arrive_expect_tx(full_bar(s), kABytes + uint32_t(nboxes) * kBBoxBytes);
           const int k0 = kb * kBK;
           tma_load_2d(stage_a(s), &tmA, full_bar(s), k0, m0);  // lhs box {64 k, 128 rows}
 #pragma unroll
           for (int j = 0; j < 4; ++j)  // rhs box {64 n, 64 k, 1 group}
-            tma_load_3d(stage_b(s) + uint32_t(j) * kBBoxBytes, &tmB, full_bar(s), n0 + 64 * j, k0, g);
+            if (j < nboxes) tma_load_3d(stage_b(s) + uint32_t(j) * kBBoxBytes, &tmB, full_bar(s), n0 + 64 * j, k0, g);
           if (++s == kStages) {
             s = 0;
             phase ^= 1u;
