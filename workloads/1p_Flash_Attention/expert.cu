@@ -134,6 +134,14 @@ __device__ __forceinline__ void fence_regs(uint32_t (&r)[32]) {
 #pragma unroll
   for (int i = 0; i < 32; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+  return v;
+}
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
@@ -312,7 +320,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;  // 1024-aligned: the 128B swizzle pattern repeats every 1024 B
-  uint8_t* const gbase = smem_raw + (base - raw); // the same place as a generic pointer
   const uint32_t sQ = base + kOffQ, sK = base + kOffK, sV = base + kOffV;
   // barriers (+ 8·stage): Q full; K full, V full (producer arrival + TMA bytes); K empty, V empty (256 consumer arrivals)
   const uint32_t barQ = base + kOffBar;
@@ -447,7 +454,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // A shared store of a value that depends on every exponential: ptxas keeps memory operations in order with the
       // wgmma wait, so the softmax cannot be scheduled after it (without this, ptxas hoists the wait above the
       // exponentials and the P·V no longer overlaps the softmax). The word is an unused one of the barrier area.
-      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(scratch), "f"(l0 + l1) : "memory");
+      st_shared_u32(scratch, __float_as_uint(l0 + l1));
       wgmma_wait<0>();                                  // P_{it-1}·V_{it-1} done
       fence_regs(o);
       fence_regs(pa);                                   // pa stays untouched until here (read by the async wgmma)
@@ -485,17 +492,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
     const float inv0 = 1.f / l0, inv1 = 1.f / l1;  // l ≥ 1: the row max contributes exp2(0) = 1
     fence_proxy_async();  // generic writes below follow async-proxy (wgmma) reads of the same bytes
-    // Staging layout (same 128B swizzle as the tile): row rl (0..63) of chunk c at gQw + c·kChunkBytes + rl·128,
+    // Staging layout (same 128B swizzle as the tile): row rl (0..63) of chunk c at sOw + c·kChunkBytes + rl·128,
     // 16-byte unit u at (u ^ (rl % 8))·16. Column 8i + 2q4 lies in chunk i/8, unit i%8, byte 4·q4.
-    uint8_t* const gQw = gbase + kOffQ + w * 8192;
+    const uint32_t sOw = sQ + uint32_t(w) * 8192u;
     const int rl1 = rl0 + 8;
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
       const int c = i >> 3, u = i & 7;
-      const uint32_t v0 = pack_bf16(o[4 * i] * inv0, o[4 * i + 1] * inv0);
-      const uint32_t v1 = pack_bf16(o[4 * i + 2] * inv1, o[4 * i + 3] * inv1);
-      memcpy(gQw + c * kChunkBytes + rl0 * 128 + ((u ^ (rl0 & 7)) << 4) + 4 * q4, &v0, 4);
-      memcpy(gQw + c * kChunkBytes + rl1 * 128 + ((u ^ (rl1 & 7)) << 4) + 4 * q4, &v1, 4);
+      st_shared_u32(sOw + c * kChunkBytes + rl0 * 128 + ((u ^ (rl0 & 7)) << 4) + 4 * q4,
+                    pack_bf16(o[4 * i] * inv0, o[4 * i + 1] * inv0));
+      st_shared_u32(sOw + c * kChunkBytes + rl1 * 128 + ((u ^ (rl1 & 7)) << 4) + 4 * q4,
+                    pack_bf16(o[4 * i + 2] * inv1, o[4 * i + 3] * inv1));
     }
     named_barrier_sync(1 + w, 128);
     const int wt = tid & 127;
@@ -506,8 +513,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int row = t * kBM + 64 * w + rl;
       const int d0 = 64 * c + 8 * u;
       if (row < p.S && d0 < p.D) {
-        uint4 v;
-        memcpy(&v, gQw + c * kChunkBytes + rl * 128 + ((u ^ (rl & 7)) << 4), 16);
+        const uint4 v = ld_shared_v4(sOw + c * kChunkBytes + rl * 128 + ((u ^ (rl & 7)) << 4));
         const int64_t off = kBSHD ? ((int64_t(b) * p.S + row) * p.Hq + h) * p.D + d0
                                   : (int64_t(bh) * p.S + row) * p.D + d0;
         *reinterpret_cast<uint4*>(p.out + off) = v;
