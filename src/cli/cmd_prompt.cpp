@@ -7,6 +7,7 @@
 #include "core/files.h"
 #include "harness/result.h"
 #include "search/prompt.h"
+#include "targets/registry.h"
 #include "workload/registry.h"
 
 namespace opbench::cli {
@@ -36,8 +37,10 @@ Command add_prompt(CLI::App& root) {
             Registry registry(Registry::default_root());
             const WorkloadSpec& spec = registry.find(o->workload);
             o->size = resolve_size(o->target, o->size);
-            const ResolvedWorkload w = resolve_workload(spec, o->size, parse_overrides(o->set));
+            const ResolvedWorkload w = resolve_workload(spec, o->size, parse_overrides(o->set), target_info(o->target).float_dtype);
             PromptOptions p;
+            p.context_dir = context_dir_for(o->target);
+            p.target = o->target;
             p.phase = o->phase;
             p.context = o->context == "full";
             p.candidates = o->candidates;

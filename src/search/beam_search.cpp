@@ -1,5 +1,7 @@
 #include "search/beam_search.h"
 
+#include "targets/registry.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -191,6 +193,8 @@ PromptOptions Search::prompt_options(const std::string& phase, int candidates, u
   PromptOptions p;
   p.phase = phase;
   p.context = o_.context;
+  p.context_dir = context_dir_for(o_.target);
+  p.target = o_.target;
   p.candidates = candidates;
   p.menu_dropout = o_.menu_dropout;
   p.seed = seed;
@@ -255,7 +259,7 @@ std::vector<Outcome> Search::evaluate_sources(const std::vector<std::string>& so
   std::vector<Implementation> jobs;
   for (size_t j = 0; j < fits; ++j) {
     const size_t i = to_measure[j];
-    const std::string file = "candidates/" + keys[i].substr(0, 16) + ".cpp";
+    const std::string file = "candidates/" + keys[i].substr(0, 16) + target_info(o_.target).source_extension;
     write_text_atomic(dir_ / file, sources[i]);
     say(fmt::format("evaluating {} ({}, iteration {})", file, phase, iteration));
     jobs.push_back(Implementation{"candidate", dir_ / file, {}});
@@ -267,7 +271,7 @@ std::vector<Outcome> Search::evaluate_sources(const std::vector<std::string>& so
     const Result& r = results[j];
     Candidate c;
     c.key = keys[i];
-    c.file = "candidates/" + keys[i].substr(0, 16) + ".cpp";
+    c.file = "candidates/" + keys[i].substr(0, 16) + target_info(o_.target).source_extension;
     write_json_atomic(dir_ / "candidates" / (keys[i].substr(0, 16) + ".json"), to_json(r));
     c.status = std::string(status_name(r.status));
     c.phase = phase;

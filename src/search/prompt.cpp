@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/utf8.h"
+#include "targets/registry.h"
 
 namespace opbench {
 namespace {
@@ -46,6 +47,10 @@ std::string format_text(const PromptOptions& o) {
   if (o.phase == "plan")
     return "Answer with the plans only, each starting with a heading line \"### Plan N: <title>\" (N = 1, 2, ...), "
            "followed by its text.";
+  if (o.target == "cuda")
+    return "Answer with one complete CUDA C++ source file for nvcc (it includes <opbench/kernel.h> or <opbench/cuda_util.cuh>, "
+           "defines OB_DEFINE_ABI_VERSION() and ob_run, and launches on call->stream) in a single ```cpp fenced code block. "
+           "Nothing after the block is read.";
   return "Answer with one complete C++ source file (it includes <opbench/kernel.h>, defines OB_DEFINE_ABI_VERSION() "
          "and ob_run) in a single ```cpp fenced code block. Nothing after the block is read.";
 }
@@ -83,6 +88,8 @@ std::string measurements_text(const nlohmann::json& f) {
 }  // namespace
 
 std::filesystem::path default_context_dir() { return source_root() / "context" / "cpu"; }
+
+std::filesystem::path context_dir_for(const std::string& target) { return source_root() / "context" / target_info(target).context_dir; }
 
 std::string drop_menu_entries(const std::string& menu, double dropout, uint64_t seed) {
   if (dropout <= 0) return menu;

@@ -27,7 +27,8 @@ struct PromptOptions {
   int candidates = 1;               // plans wanted (plan phase)
   double menu_dropout = 0;          // share of optimization-menu entries left out (plan phase)
   uint64_t seed = 0;                // which entries the dropout removes
-  std::filesystem::path context_dir;  // default: <source>/context/cpu
+  std::string target = "cpu";         // what the kernel is written for (the answer format names its language)
+  std::filesystem::path context_dir;  // default: <source>/context/cpu; the target's own: context_dir_for(target)
 };
 
 // Throws UsageError for an unknown phase or a phase missing what it needs (a parent for plan and
@@ -47,5 +48,7 @@ std::string strip_local_paths(const std::string& text);
 std::string drop_menu_entries(const std::string& menu, double dropout, uint64_t seed);
 
 std::filesystem::path default_context_dir();
+// <source>/context/<the target's context folder> (context/cpu, context/cuda).
+std::filesystem::path context_dir_for(const std::string& target);
 
 }  // namespace opbench

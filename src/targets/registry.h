@@ -18,6 +18,7 @@ struct TargetInfo {
   std::vector<std::string> sizes;   // size classes this target evaluates (shapes live in each workload.toml)
   std::string default_size;         // the size it optimizes for
   std::string source_extension;     // ".cpp" (cpu), ".cu" (cuda): baseline<ext>, expert<ext>
+  DType float_dtype = DType::f32;   // what floating tensors are on it (prompts state it; Target::float_dtype() agrees)
   std::string context_dir;          // folder under context/ with the curated prompt context
   // Empty when the target can run here; otherwise why not (no GPU, no toolkit).
   std::function<std::string()> unavailable;

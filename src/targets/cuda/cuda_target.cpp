@@ -108,6 +108,7 @@ TargetInfo target_info() {
   t.sizes = {"test", "full"};
   t.default_size = "full";
   t.source_extension = ".cu";
+  t.float_dtype = DType::bf16;
   t.context_dir = "cuda";
   t.unavailable = [] {
     if (std::string why = NvccConfig::from_environment().why_not; !why.empty()) return why;
