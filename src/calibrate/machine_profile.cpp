@@ -11,6 +11,7 @@
 #include "core/hash.h"
 #include "core/json_io.h"
 #include "core/machine.h"
+#include "targets/registry.h"
 #include "harness/result.h"
 
 namespace opbench {
@@ -35,11 +36,14 @@ std::string utc_now() {
 
 }  // namespace
 
+// A device profile (usable_cores 0) has one row, the device's, whatever the host's thread count.
 bool MachineProfile::has_threads(int t) const {
+  if (usable_cores == 0 && per_threads.size() == 1) return true;
   return std::any_of(per_threads.begin(), per_threads.end(), [t](const ThreadPeaks& r) { return r.threads == t; });
 }
 
 double MachineProfile::peak_gflops(int t) const {
+  if (usable_cores == 0 && per_threads.size() == 1) return per_threads[0].fma_gflops;
   const ThreadPeaks* row = nearest_row(per_threads, t);
   if (!row || row->threads <= 0) return NAN;
   return row->threads == t ? row->fma_gflops : row->fma_gflops * double(t) / double(row->threads);
@@ -79,6 +83,7 @@ json to_json(const MachineProfile& p) {
               {"opbench_version", p.opbench_version},
               {"per_threads", rows},
               {"caches", caches}};
+  if (p.fp32_gflops > 0) doc["fp32_gflops"] = p.fp32_gflops;
   return stamp_schema(doc, kMachineProfileSchema);
 }
 
@@ -97,6 +102,7 @@ MachineProfile profile_from_json(const json& j, const std::string& where) {
     p.created = j.value("created", "");
     p.seconds = j.value("seconds", 0.0);
     p.opbench_version = j.value("opbench_version", "");
+    p.fp32_gflops = j.value("fp32_gflops", 0.0);
     for (const auto& r : j.at("per_threads")) {
       const json& d = r.at("dram_gbytes_per_s");
       p.per_threads.push_back({r.at("threads"), r.at("fma_gflops"), {d.at("read"), d.at("copy"), d.at("triad")}});
@@ -142,6 +148,9 @@ std::optional<MachineProfile> find_profile(const std::filesystem::path& dir, con
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return std::nullopt;
   const MachineInfo& m = machine_info();
+  const TargetInfo& info = target_info(target);
+  const std::string model = info.device_model ? info.device_model() : m.cpu_model;
+  const int cores = info.device_model ? 0 : m.logical_cpus;
   std::optional<MachineProfile> best;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     if (entry.path().extension() != ".json") continue;
@@ -151,7 +160,7 @@ std::optional<MachineProfile> find_profile(const std::filesystem::path& dir, con
     } catch (const std::exception&) {
       continue;  // another version's file, or half of a file someone else is writing: not ours
     }
-    if (p.target != target || p.isa_level != isa_level || p.cpu_model != m.cpu_model || p.usable_cores != m.logical_cpus ||
+    if (p.target != target || p.isa_level != isa_level || p.cpu_model != model || p.usable_cores != cores ||
         !p.has_threads(threads))
       continue;
     const bool better = !best || (best->quick && !p.quick) || (best->quick == p.quick && p.created > best->created);
@@ -173,8 +182,35 @@ std::vector<int> calibration_thread_counts(int threads, bool quick) {
   return counts;
 }
 
+// An accelerator target measures its own device (TargetInfo::measure_peaks).
+MachineProfile calibrate_device(const CalibrateOptions& o, const TargetInfo& info, const std::function<void(const std::string&)>& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  const DevicePeaks d = info.measure_peaks(o.quick, progress);
+  const MachineInfo& m = machine_info();
+  MachineProfile p;
+  p.target = o.target;
+  p.cpu_model = d.model;
+  p.usable_cores = 0;
+  p.isa_level = o.isa_level;
+  p.threads = 1;
+  p.quick = o.quick;
+  p.hostname = m.hostname;
+  p.created = utc_now();
+  p.opbench_version = opbench_version();
+  p.id = profile_fingerprint(p.target, p.cpu_model, p.usable_cores, p.isa_level, p.threads);
+  ThreadPeaks row;
+  row.threads = 1;
+  row.fma_gflops = d.compute_gflops;
+  row.dram.read = row.dram.copy = row.dram.triad = d.bandwidth_gbps;
+  p.per_threads.push_back(row);
+  p.fp32_gflops = d.fp32_gflops;
+  p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return p;
+}
+
 MachineProfile calibrate(const CalibrateOptions& o, const std::function<void(const std::string&)>& progress) {
-  if (o.target != "cpu") throw std::invalid_argument(fmt::format("calibration for target {} is not implemented (only cpu)", o.target));
+  if (const TargetInfo& info = target_info(o.target); info.measure_peaks) return calibrate_device(o, info, progress);
+  if (o.target != "cpu") throw std::invalid_argument(fmt::format("calibration for target {} is not implemented", o.target));
   if (!isa_level_supported(o.isa_level))
     throw std::invalid_argument(fmt::format("this CPU cannot run ISA level {} (or opbench does not know it)", o.isa_level));
   const auto start = std::chrono::steady_clock::now();

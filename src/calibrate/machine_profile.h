@@ -27,6 +27,7 @@ struct ThreadPeaks {
 
 struct MachineProfile {
   std::string id;  // the fingerprint
+  // cpu_model: the machine the figures are of (on an accelerator target, the device's name).
   std::string target = "cpu", cpu_model, isa_level = kDefaultIsaLevel, hostname, created, opbench_version;
   int usable_cores = 0;
   int threads = 0;      // the most threads measured (part of the key)
@@ -34,6 +35,9 @@ struct MachineProfile {
   double seconds = 0;   // how long calibrating took
   std::vector<ThreadPeaks> per_threads;  // ascending thread counts
   std::vector<CacheBandwidth> caches;    // single-thread reads from each cache level (may be empty)
+  // Accelerator targets: per_threads holds one row (threads 1) whose FMA figure is the compute roof
+  // (cuda: bf16 tensor-core GEMM) and whose bandwidth is device memory; this is plain fp32 FMA.
+  double fp32_gflops = 0;
 
   // The roofs at `threads`: the measured row when there is one; otherwise the nearest measured row,
   // its FMA peak scaled by threads / measured threads (FMA units are per core) and its bandwidth

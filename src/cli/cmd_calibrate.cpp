@@ -8,6 +8,7 @@
 #include "core/json_io.h"
 #include "core/machine.h"
 #include "report/table.h"
+#include "targets/registry.h"
 
 namespace opbench::cli {
 
@@ -22,12 +23,13 @@ Command add_calibrate(CLI::App& root) {
   app->add_flag("--quick", o->calibrate.quick, "Short loops, 1 and N threads only, no cache levels (what run/eval do on first use)");
   o->calibrate.isa_level.clear();
   app->add_option("--isa", o->calibrate.isa_level, "ISA level the FMA loops use: x86-64-v3, x86-64-v4 or native (default: the host's highest named level)");
-  app->add_option("--target", o->calibrate.target, "Target to calibrate (cpu)")->check(CLI::IsMember({"cpu"}))->capture_default_str();
+  app->add_option("--target", o->calibrate.target, "Target to calibrate: cpu (FMA peak per thread count, DRAM bandwidth) or cuda (bf16 GEMM, fp32 FMA, HBM copy)")
+      ->check(CLI::IsMember(target_names()))->capture_default_str();
   app->add_option("--json", o->json_path, "Also write the profile to this file");
   return {app, [o] {
             if (o->calibrate.threads > machine_info().logical_cpus)
               throw UsageError(fmt::format("--threads {}: this process may use {} CPU(s)", o->calibrate.threads, machine_info().logical_cpus));
-            o->calibrate.isa_level = profile_isa_level(resolve_isa(o->calibrate.target, o->calibrate.isa_level));
+            o->calibrate.isa_level = profile_isa_level(o->calibrate.target, resolve_isa(o->calibrate.target, o->calibrate.isa_level));
             MachineProfile p;
             try {
               p = calibrate(o->calibrate, [](const std::string& line) { progress_line("calibrating: " + line); });
@@ -39,6 +41,15 @@ Command add_calibrate(CLI::App& root) {
             const auto dir = profile_dir();
             save_profile(dir, p);
             if (!o->json_path.empty()) write_json_atomic(o->json_path, to_json(p));
+            if (p.usable_cores == 0) {  // a device's profile
+              fmt::print("{}, {}{}, {:.1f} s\n\n", p.cpu_model, p.isa_level, p.quick ? ", quick" : "", p.seconds);
+              TextTable device({"bf16 GEMM GFLOP/s (compute roof)", "fp32 FMA GFLOP/s", "device memory GB/s (copy)", "ridge FLOP/B"});
+              const auto& r = p.per_threads.front();
+              device.add_row({fmt::format("{:.0f}", r.fma_gflops), fmt::format("{:.0f}", p.fp32_gflops), fmt::format("{:.0f}", r.dram.copy),
+                              fmt::format("{:.1f}", r.fma_gflops / r.dram.copy)});
+              fmt::print("{}\nGB/s is 1e9 B/s, bytes read plus bytes written. profile {}\n", device.render(), profile_path(dir, p).string());
+              return 0;
+            }
             fmt::print("{} ({} usable cores), {}{}, {:.1f} s\n\n", p.cpu_model, p.usable_cores, p.isa_level, p.quick ? ", quick" : "", p.seconds);
             TextTable table({"threads", "fp32 FMA GFLOP/s", "read GB/s", "copy GB/s", "triad GB/s", "ridge FLOP/B"});
             for (const auto& r : p.per_threads)

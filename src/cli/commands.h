@@ -141,7 +141,7 @@ void print_report(const std::string& format, const ReportData& data);
 // `isa` is the resolved instruction-set level of the evaluation (native is measured at the widest
 // named level the host has).
 std::optional<MachineProfile> profile_for_evaluation(const std::string& target, const std::string& isa, int threads);
-std::string profile_isa_level(const std::string& isa);
+std::string profile_isa_level(const std::string& target, const std::string& isa);
 // Gives the harness the profile's ceilings at options.threads (EvalOptions::peak_flops_per_s and
 // peak_bytes_per_s), so its verdicts hold the median against the roofline floor.
 void apply_profile(opbench::EvalOptions& options, const MachineProfile& profile);

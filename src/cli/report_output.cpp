@@ -2,6 +2,7 @@
 
 #include "calibrate/machine_profile.h"
 #include "calibrate/peaks.h"
+#include "targets/registry.h"
 #include "cli/commands.h"
 #include "harness/evaluate.h"
 #include "report/reporter.h"
@@ -14,7 +15,8 @@ void add_format_flag(CLI::App* app, std::string& format) {
 
 void print_report(const std::string& format, const ReportData& data) { fmt::print("{}", make_reporter(format)->render(data)); }
 
-std::string profile_isa_level(const std::string& isa) {
+std::string profile_isa_level(const std::string& target, const std::string& isa) {
+  if (const TargetInfo& info = target_info(target); !info.architecture.empty()) return info.architecture;
   // native allows more extensions, not wider FMA units: its ceilings are the widest named level's.
   if (isa == "native") return isa_level_supported("x86-64-v4") ? "x86-64-v4" : kDefaultIsaLevel;
   return isa.empty() ? kDefaultIsaLevel : isa;
@@ -22,7 +24,7 @@ std::string profile_isa_level(const std::string& isa) {
 
 std::optional<MachineProfile> profile_for_evaluation(const std::string& target, const std::string& isa, int threads) {
   try {
-    return ensure_profile(target, profile_isa_level(isa), threads, [](const std::string& line) { fmt::print(stderr, "calibrate: {}\n", line); });
+    return ensure_profile(target, profile_isa_level(target, isa), threads, [](const std::string& line) { fmt::print(stderr, "calibrate: {}\n", line); });
   } catch (const std::exception& e) {
     fmt::print(stderr, "no machine profile ({}); results carry no roofline position\n", e.what());
     return std::nullopt;

@@ -12,6 +12,14 @@
 
 namespace opbench {
 
+// A device's ceilings as its target measures them (opbench calibrate on an accelerator target).
+struct DevicePeaks {
+  std::string model;              // "NVIDIA H200"
+  double compute_gflops = 0;      // the compute roof: bf16 tensor-core GEMM through the vendor library
+  double fp32_gflops = 0;         // plain fp32 FMA
+  double bandwidth_gbps = 0;      // device memory, bytes read plus written (a large copy)
+};
+
 struct TargetInfo {
   std::string name;                 // "cpu", "cuda"
   std::string summary;              // one line for --help and `opbench targets`
@@ -26,6 +34,11 @@ struct TargetInfo {
   // otherwise why not. Unset: building needs what running needs.
   std::function<std::string()> unbuildable;
   std::function<std::unique_ptr<Target>()> make;
+  // Accelerator targets: what machine the profile is of (the device's name) and how to measure
+  // its ceilings (`quick`: fewer repetitions). Unset: the host CPU's, measured by src/calibrate.
+  std::function<std::string()> device_model;
+  std::string architecture;         // the level a device profile is of ("sm_90a"); empty: the ISA level
+  std::function<DevicePeaks(bool quick, const std::function<void(const std::string&)>& progress)> measure_peaks;
   // Instruction-set levels the target builds at (cpu: x86-64-v3, x86-64-v4, native); empty: none.
   std::vector<std::string> isa_levels;
   // A requested level checked against this host, empty meaning the default; throws UsageError.

@@ -68,7 +68,7 @@ def main():
             met = "" if not (ms and target) else ("yes" if ms <= target else "NO")
             ci = f"{s.get('vs_baseline', 0):.2f} [{s.get('ci95_low', 0):.2f}, {s.get('ci95_high', 0):.2f}]" if s else ""
             print(f"| {name} | {r['status']} | {ms or 0:.3f} | {b or 0:.3f} | {ci} | {target or 0:.2f} | {met} |")
-    for part in ("statuses.txt", "crosscheck.txt"):
+    for part in ("calibrate.txt", "statuses.txt", "crosscheck.txt"):
         path = os.path.join(out, part)
         if os.path.exists(path):
             print(f"\n## {part}\n\n```\n{open(path).read()[-6000:]}\n```")

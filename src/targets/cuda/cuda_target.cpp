@@ -11,6 +11,7 @@
 #include "targets/cpu/shared_arena.h"
 #include "targets/cpu/symbol_check.h"
 #include "targets/cpu/worker_client.h"
+#include "targets/cuda/device_peaks.h"
 #include "targets/cuda/gpu_probe.h"
 
 namespace opbench::cuda {
@@ -118,6 +119,9 @@ TargetInfo target_info() {
   };
   t.unbuildable = [] { return NvccConfig::from_environment().why_not; };
   t.make = [] { return std::make_unique<CudaTarget>(); };
+  t.device_model = [] { return gpu_probe().name; };
+  t.architecture = "sm_90a";
+  t.measure_peaks = measure_device_peaks;
   return t;
 }
 

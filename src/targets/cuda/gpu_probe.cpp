@@ -18,6 +18,7 @@ using CuDeviceGet = int (*)(int*, int);
 using CuDeviceGetName = int (*)(char*, int, int);
 using CuDeviceGetAttribute = int (*)(int*, int, int);
 constexpr int kComputeMajor = 75, kComputeMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR/MINOR
+constexpr int kMultiprocessors = 16;                   // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 
 GpuProbe probe() {
   GpuProbe p;
@@ -59,6 +60,7 @@ GpuProbe probe() {
   p.name = text;
   attribute(&p.compute_major, kComputeMajor, device);
   attribute(&p.compute_minor, kComputeMinor, device);
+  attribute(&p.multiprocessors, kMultiprocessors, device);
   if (p.compute_major < 9)
     p.why_not = fmt::format("{} has compute capability {}.{}; kernels are built for Hopper (sm_90a)", p.name, p.compute_major,
                             p.compute_minor);

@@ -11,6 +11,7 @@ struct GpuProbe {
   int devices = 0;
   std::string name;          // of device 0
   int compute_major = 0, compute_minor = 0;
+  int multiprocessors = 0;
   std::string driver;        // the driver's CUDA version, e.g. "13.0"
   std::string why_not;       // empty when a device is usable
 };
