@@ -6,7 +6,7 @@
  *
  * Rules (the harness checks what it can; docs/kernel-abi.md explains each):
  *  - Tensors are dense, row-major and contiguous. `shape[0]` is the outermost dimension.
- *  - Inputs are read-only: a kernel that changes one is scored `incorrect`.
+ *  - Inputs are read-only: a kernel that writes one fails (`runtime_error`, naming the input).
  *  - Outputs are allocated by the harness and are poisoned (NaN) before every checked call: a kernel
  *    must write every element of every output on every call.
  *  - Writing outside an output (even one element past its end) is caught by canaries and guard pages.
