@@ -3,6 +3,11 @@
 // proposers that misbehave. Through the real CLI.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <set>
@@ -219,6 +224,53 @@ TEST(Search, StateOfAnotherProposerIsRefusedAndKept) {
   EXPECT_NE(other.output.find("belongs to a search with proposer"), std::string::npos) << other.output;
   EXPECT_EQ(read_file(state_dir_of(out) / "state.json"), before);
   std::filesystem::remove_all(out);
+}
+
+// Interrupting a search (Ctrl-C, or SIGTERM from a scheduler) ends the cmd: agent it is waiting on,
+// with everything the agent started: its whole process group, not only the direct child.
+TEST(Search, SigintEndsTheAgentsProcessGroup) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    const auto out = scratch_dir("search-sigint");
+    const auto pid_file = out / "agent.pid";
+    ::setenv("SLEEPY_AGENT_PID", pid_file.c_str(), 1);
+    std::vector<std::string> args = search_args("cmd:" + (source_dir() / "tests/proposers/sleepy_agent.sh").string(), out);
+    args.insert(args.begin(), OPBENCH_BINARY);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t search = fork();
+    ASSERT_GE(search, 0);
+    if (search == 0) {
+      const int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    // The agent is asked as soon as the search starts (its first request is the translation).
+    for (int i = 0; i < 600 && !std::filesystem::exists(pid_file.string() + ".child"); ++i) usleep(50000);
+    ASSERT_TRUE(std::filesystem::exists(pid_file.string() + ".child")) << "the agent never started";
+    usleep(200000);
+    const pid_t agent = std::stoi(read_file(pid_file)), child = std::stoi(read_file(pid_file.string() + ".child"));
+    ASSERT_EQ(kill(agent, 0), 0);
+    ASSERT_EQ(kill(child, 0), 0);
+    kill(search, sig);
+    int status = 0;
+    waitpid(search, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "opbench search ended with status " << status;
+    // Gone within a second (zombies of reparented processes count as gone: kill(0) still succeeds on
+    // them, so look at /proc).
+    auto alive = [](pid_t p) {
+      std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+      std::string text((std::istreambuf_iterator<char>(stat)), {});
+      return !text.empty() && text.find(") Z ") == std::string::npos;
+    };
+    for (int i = 0; i < 20 && (alive(agent) || alive(child)); ++i) usleep(50000);
+    EXPECT_FALSE(alive(agent)) << "the agent survived signal " << sig;
+    EXPECT_FALSE(alive(child)) << "the agent's own child survived signal " << sig;
+    ::unsetenv("SLEEPY_AGENT_PID");
+    std::filesystem::remove_all(out);
+  }
 }
 
 TEST(Prompt, TheAblationDropsTheContextAndTheDropoutThinsTheMenu) {

@@ -21,8 +21,7 @@ def load_results(path):
 
 
 def median_ms(r):
-    t = r.get("timing") or {}
-    return (t.get("per_call_ms") or {}).get("median")
+    return (r.get("timing") or {}).get("median_ms")
 
 
 def main():
@@ -62,7 +61,7 @@ def main():
         for name, r in sorted(experts.items()):
             ms = median_ms(r)
             t = r.get("timing") or {}
-            b = (t.get("baseline_per_call_ms") or {}).get("median")
+            b = (t.get("baseline") or {}).get("median_ms")
             s = r.get("speedup") or {}
             target = EXPERT_TARGETS.get(name)
             met = "" if not (ms and target) else ("yes" if ms <= target else "NO")

@@ -95,7 +95,21 @@ def time_jax(fn, inputs, reps):
     return float(np.median(times)) * 1e3
 
 
+def results_by_workload(path):
+    """The baseline entries of an `opbench run` folder's results.json (or the file itself)."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "results.json")
+    with open(path) as f:
+        doc = json.load(f)
+    return {r["workload"]: r for r in doc["results"] if r.get("impl", {}).get("kind") == "baseline"}
+
+
 def opbench_baseline_ms(args, w):
+    if args.results:
+        r = args.results_by_workload.get(w)
+        if not r:
+            return None, ""
+        return (r.get("timing") or {}).get("median_ms"), r.get("isa", "")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "r.json")
         cmd = [args.opbench, "eval", w, "--impl", "baseline", "--size", args.size, "--max-time", str(args.max_time), "--json", path]
@@ -143,8 +157,11 @@ def main():
     p.add_argument("--reps", type=int, default=12, help="time: timed XLA calls (median)")
     p.add_argument("--max-time", type=float, default=5, help="time: opbench's timing cap per workload, seconds")
     p.add_argument("--isa", default="", help="time: opbench's --isa (default: its own default)")
+    p.add_argument("--results", default="", help="time: take opbench's baseline medians from this run (its folder or results.json) "
+                   "instead of evaluating each baseline again")
     args = p.parse_args()
     args.size = args.size or ("test" if args.mode == "check" else "cpu")
+    args.results_by_workload = results_by_workload(args.results) if args.results else {}
     ids = select(args.workloads, suite_ids(root))
     sys.exit(check(args, ids) if args.mode == "check" else time_table(args, ids))
 
