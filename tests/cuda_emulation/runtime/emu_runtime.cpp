@@ -853,7 +853,7 @@ cublasStatus_t gemm(const char* fn, cublasHandle_t handle, cublasOperation_t ta,
 bool device_range(const void* p, size_t bytes, std::string* why) {
   const Allocation* a = allocation_containing(p);
   if (!a) {
-    *why = describe_address(p) + " is not device memory";
+    *why = "not inside a device allocation: " + describe_address(p);
     return false;
   }
   if (static_cast<const char*>(p) + bytes > a->data + a->bytes) {
@@ -1117,6 +1117,10 @@ void set_options(const Options& options) {
 void set_call_stream(cudaStream_t stream) {
   g_call_stream = stream;
   g_call_stream_set = true;
+}
+void clear_call_stream() {
+  g_call_stream = nullptr;
+  g_call_stream_set = false;
 }
 Stats stats() { return g_stats; }
 void reset_stats() { g_stats = Stats{}; }

@@ -36,6 +36,7 @@ void set_options(const Options& options);
 // The stream the current ob_call was given: work on any other stream (the legacy default stream
 // included) is counted as a violation (cuda_util.cuh: "never the legacy default stream").
 void set_call_stream(cudaStream_t stream);
+void clear_call_stream();  // no stream check
 
 struct Stats {
   uint64_t launches = 0, blocks = 0, threads = 0, switches = 0, gemms = 0, memcpys = 0, memsets = 0;
