@@ -1075,8 +1075,10 @@ void* device_alloc(size_t bytes, const std::string& label) {
   a.label = label;
   mprotect(a.data, a.usable, PROT_READ | PROT_WRITE);
   std::memset(a.data + bytes, kCanary, a.usable - bytes);
-  if (g_host_locked) mprotect(a.data, a.usable, PROT_NONE);
   g_allocations.push_back(a);
+  // Locked from now on (host code outside device operations may not touch it).
+  if (g_host_locked) mprotect(a.data, a.usable, PROT_NONE);
+  update_lock();
   return a.data;
 }
 
