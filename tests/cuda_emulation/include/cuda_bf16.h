@@ -40,9 +40,8 @@ struct alignas(2) __nv_bfloat16 {
   constexpr __nv_bfloat16(const __nv_bfloat16_raw& r) : __x(r.x) {}
   __nv_bfloat16(float f) : __x(ob_emu::f32_to_bf16_rn(f)) {}
   __nv_bfloat16(double d) : __x(ob_emu::f32_to_bf16_rn(float(d))) {}
-  __nv_bfloat16(int v) : __x(ob_emu::f32_to_bf16_rn(float(v))) {}
-  __nv_bfloat16(long long v) : __x(ob_emu::f32_to_bf16_rn(float(v))) {}
-  __nv_bfloat16(unsigned v) : __x(ob_emu::f32_to_bf16_rn(float(v))) {}
+  template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>  // short ... unsigned long long, as cuda_bf16.hpp
+  __nv_bfloat16(I v) : __x(ob_emu::f32_to_bf16_rn(float(v))) {}
   operator float() const { return ob_emu::bf16_to_f32(__x); }
   operator __nv_bfloat16_raw() const { return {__x}; }
 };
