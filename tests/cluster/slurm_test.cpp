@@ -135,7 +135,7 @@ TEST_F(SlurmCluster, AScriptedSearchEvaluatesAsSlurmJobs) {
                                            "--executor", "slurm", "--poll", "0.5",
                                            // The scripted kernels are AVX2 (see search_test.cpp): at v4 the naive
                                            // translation auto-vectorises and the blocked kernel need not win.
-                                           "--isa", "x86-64-v3"};
+                                           "--isa", "x86-64-v3", "--max-memory", "32M"};
   CliRun broken = run_cli(args(search, {"--sbatch-arg=--export=ALL,OPBENCH_WORKLOADS=/nonexistent"}), 600);
   EXPECT_EQ(broken.exit_code, 1) << broken.output;
   EXPECT_NE(broken.output.find("ended without a result"), std::string::npos) << broken.output;

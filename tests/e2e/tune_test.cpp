@@ -14,7 +14,7 @@ TEST(Tune, MeasuresEachPointOnceAndResumes) {
   const std::string db = (dir / "store.sqlite").string();
   const std::string kernel = (source_dir() / "tests" / "kernels" / "gemm_tunable.cpp").string();
   std::vector<std::string> args{"tune", "8p", kernel, "--size", "test", "--strategy", "exhaustive", "--budget", "4",
-                                "--max-time", "0.3", "--db", db};
+                                "--max-time", "0.3", "--max-memory", "32M", "--db", db};
   CliRun first = run_cli(args);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_NE(first.output.find("4 measured now, 0 from the store"), std::string::npos) << first.output;
@@ -38,7 +38,7 @@ TEST(Tune, BeamStartsFromDefaultsAndRefusesKernelsWithoutParameters) {
   auto dir = scratch_dir("tune-beam");
   const std::string db = (dir / "store.sqlite").string();
   CliRun beam = run_cli({"tune", "8p", (source_dir() / "tests" / "kernels" / "gemm_tunable.cpp").string(), "--size", "test",
-                         "--strategy", "beam", "--max-time", "0.3", "--db", db});
+                         "--strategy", "beam", "--max-time", "0.3", "--max-memory", "32M", "--db", db});
   ASSERT_EQ(beam.exit_code, 0) << beam.output;
   EXPECT_NE(beam.output.find("BLOCK_K=32 ROWS_PER_TASK=1"), std::string::npos) << "the defaults are the first point";
   CliRun none = run_cli({"tune", "8p", (source_dir() / "tests" / "kernels" / "gemm_correct.cpp").string(), "--size", "test", "--db", db});
