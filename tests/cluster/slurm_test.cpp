@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "cluster_fixture.h"
 #include "core/files.h"
 #include "core/process.h"
@@ -151,7 +153,28 @@ TEST_F(SlurmCluster, AScriptedSearchEvaluatesAsSlurmJobs) {
   EXPECT_EQ(s["correct"], 3) << s.dump(2);
   EXPECT_EQ(s["built"], 4) << s.dump(2);
   EXPECT_EQ(s["iterations_done"], 2) << s.dump(2);
-  EXPECT_EQ(read_file(out / s["best_source"].get<std::string>()), read_file(source_dir() / "examples/8p_GEMM/blocked_avx2.cpp"));
+  // The blocked kernel wins, unless its measurement could not be ranked: on a loaded machine (ctest
+  // runs two tests at once, Slurm two tasks) the parent's and the worker's clocks may disagree, and
+  // the search then rightly keeps the best rankable candidate.
+  const nlohmann::json state = read_json(out / s["state_dir"].get<std::string>() / "state.json");
+  std::string table;
+  bool blocked_rankable = false;
+  const std::string blocked = read_file(source_dir() / "examples/8p_GEMM/blocked_avx2.cpp");
+  for (const auto& c : state["evaluated"]) {
+    table += fmt::format("{} {} {} speedup {} rankable {}\n", c["file"].get<std::string>(), c["phase"].get<std::string>(),
+                         c["status"].get<std::string>(), c.value("speedup", 0.0), c.value("rankable", false));
+    if (read_file(out / s["state_dir"].get<std::string>() / c["file"].get<std::string>()) == blocked) blocked_rankable = c.value("rankable", false);
+  }
+  // Whatever the clocks did, the best is the fastest rankable correct candidate.
+  double top = -1;
+  std::string top_file;
+  for (const auto& c : state["evaluated"])
+    if (c["status"] == "correct" && c.value("rankable", false) && c.value("speedup", 0.0) > top) {
+      top = c.value("speedup", 0.0);
+      top_file = c["file"].get<std::string>();
+    }
+  EXPECT_EQ(s["best_source"].get<std::string>(), (std::filesystem::path(s["state_dir"].get<std::string>()) / top_file).string()) << table;
+  if (blocked_rankable) EXPECT_EQ(read_file(out / s["best_source"].get<std::string>()), blocked) << table;
   // Every evaluation went through Slurm: a batch folder per step with its jobs, logs and results.
   size_t results = 0, resubmitted = 0;
   for (const auto& batch : fs::directory_iterator(out / "slurm" / "batches")) {
