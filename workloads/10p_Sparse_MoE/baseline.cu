@@ -4,7 +4,9 @@
 //
 // The dense formulation XLA compiles JAXBench's reference to: a router fusion (logits, top-2, softmax
 // of the two selected logits, gate weight 0 for the six others), then for every expert n two cuBLAS
-// GEMMs (gate, up; bf16 results), one loop fusion h = w_n·silu(g)·u (fp32 math, bf16 result) and the
+// GEMMs (gate, up; bf16 results in XLA, fp32 here: with XLA's roundings 2 of 2610 test-size elements
+// fell outside the bf16 tolerance at seeds 2 and 4, tests/cuda_emulation), one loop fusion
+// h = w_n·silu(g)·u (fp32 math, bf16 result) and the
 // down-projection GEMM, which accumulates w_n·y_n into the fp32 output (beta = 1 after the first
 // expert): w·(h·Wd) = (w·h)·Wd. Every expert processes every token.
 //
@@ -75,36 +77,35 @@ union Vec8 {
 
 __device__ __forceinline__ float silu_mul(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 
-// h[t, f] = gate[t, n]·silu(g[t, f])·u[t, f] over the (T, F) activations, written over g. kVec: F is
-// a multiple of 8 (and g, u are 16-byte aligned), so each group of 8 lies in one row.
+// h[t, f] = gate[t, n]·silu(g[t, f])·u[t, f] over the (T, F) activations: g and u fp32, h bf16 (one
+// rounding, the down projection's A operand). kVec: F is a multiple of 8 (and g, u, h are 16-byte
+// aligned), so each group of 8 lies in one row.
 template <bool kVec>
-__global__ void gated_silu_mul_kernel(ob_bf16* __restrict__ g, const ob_bf16* __restrict__ u, const float* __restrict__ gate,
-                                      int64_t T, int64_t F, int NE, int n) {
+__global__ void gated_silu_mul_kernel(const float* __restrict__ g, const float* __restrict__ u, ob_bf16* __restrict__ h,
+                                      const float* __restrict__ gate, int64_t T, int64_t F, int NE, int n) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (kVec) {
     const int64_t nvec = T * F / 8;
     for (int64_t i = first; i < nvec; i += stride) {
       const float w = gate[(i * 8 / F) * NE + n];
-      Vec8 a, b;
-      a.u = reinterpret_cast<const uint4*>(g)[i];
-      b.u = reinterpret_cast<const uint4*>(u)[i];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const float2 gf = __bfloat1622float2(a.h[k]);
-        const float2 uf = __bfloat1622float2(b.h[k]);
-        a.h[k] = __floats2bfloat162_rn(w * silu_mul(gf.x, uf.x), w * silu_mul(gf.y, uf.y));
-      }
-      reinterpret_cast<uint4*>(g)[i] = a.u;
+      const float4* g4 = reinterpret_cast<const float4*>(g) + 2 * i;
+      const float4* u4 = reinterpret_cast<const float4*>(u) + 2 * i;
+      const float4 ga = g4[0], gb = g4[1], ua = u4[0], ub = u4[1];
+      Vec8 o;
+      o.h[0] = __floats2bfloat162_rn(w * silu_mul(ga.x, ua.x), w * silu_mul(ga.y, ua.y));
+      o.h[1] = __floats2bfloat162_rn(w * silu_mul(ga.z, ua.z), w * silu_mul(ga.w, ua.w));
+      o.h[2] = __floats2bfloat162_rn(w * silu_mul(gb.x, ub.x), w * silu_mul(gb.y, ub.y));
+      o.h[3] = __floats2bfloat162_rn(w * silu_mul(gb.z, ub.z), w * silu_mul(gb.w, ub.w));
+      reinterpret_cast<uint4*>(h)[i] = o.u;
     }
   } else {
-    for (int64_t i = first; i < T * F; i += stride)
-      ob_store(g, i, gate[(i / F) * NE + n] * silu_mul(ob_load(g, i), ob_load(u, i)));
+    for (int64_t i = first; i < T * F; i += stride) ob_store(h, i, gate[(i / F) * NE + n] * silu_mul(g[i], u[i]));
   }
 }
 
 struct Layout {
-  uint64_t logit, gate, g, u, total;  // byte offsets into the workspace
+  uint64_t logit, gate, g, u, h, total;  // byte offsets into the workspace
 };
 
 Layout layout(int64_t T, int64_t F, int64_t NE) {
@@ -112,15 +113,16 @@ Layout layout(int64_t T, int64_t F, int64_t NE) {
   l.logit = 0;
   l.gate = l.logit + align_up(uint64_t(T * NE) * sizeof(double));
   l.g = l.gate + align_up(uint64_t(T * NE) * sizeof(float));
-  l.u = l.g + align_up(uint64_t(T * F) * sizeof(ob_bf16));
-  l.total = l.u + align_up(uint64_t(T * F) * sizeof(ob_bf16));
+  l.u = l.g + align_up(uint64_t(T * F) * sizeof(float));
+  l.h = l.u + align_up(uint64_t(T * F) * sizeof(float));
+  l.total = l.h + align_up(uint64_t(T * F) * sizeof(ob_bf16));
   return l;
 }
 
 }  // namespace
 
-// Router logits (T, NE) double and gate weights (T, NE) fp32, then one expert's g and u, (T, F) bf16
-// each (470 MB at full size).
+// Router logits (T, NE) double and gate weights (T, NE) fp32, then one expert's g and u, (T, F) fp32
+// each, and h, (T, F) bf16 (1.2 GB at full size).
 extern "C" uint64_t ob_workspace_bytes(const ob_call* call) {
   const int64_t NE = call->inputs[2].shape[0], E = call->inputs[2].shape[1], F = call->inputs[2].shape[2];
   const int64_t T = ob_numel(&call->inputs[0]) / E;
@@ -141,8 +143,9 @@ extern "C" int32_t ob_run(const ob_call* call) {
   char* ws = static_cast<char*>(call->workspace);
   double* logit = reinterpret_cast<double*>(ws + l.logit);
   float* gate = reinterpret_cast<float*>(ws + l.gate);
-  ob_bf16* G = reinterpret_cast<ob_bf16*>(ws + l.g);
-  ob_bf16* U = reinterpret_cast<ob_bf16*>(ws + l.u);
+  float* G = reinterpret_cast<float*>(ws + l.g);
+  float* U = reinterpret_cast<float*>(ws + l.u);
+  ob_bf16* H = reinterpret_cast<ob_bf16*>(ws + l.h);
   cudaStream_t s = ob_stream(call);
   cublasHandle_t h = ob_blas(s);
 
@@ -153,15 +156,15 @@ extern "C" int32_t ob_run(const ob_call* call) {
   const int threads = 256;
   const bool vec = F % 8 == 0;
   for (int64_t n = 0; n < NE; ++n) {
-    OB_CUBLAS_TRY(ob_gemm(h, false, false, T, F, E, 1.0f, X, E, Wg + n * E * F, F, 0.0f, G, CUDA_R_16BF, F));
-    OB_CUBLAS_TRY(ob_gemm(h, false, false, T, F, E, 1.0f, X, E, Wu + n * E * F, F, 0.0f, U, CUDA_R_16BF, F));
+    OB_CUBLAS_TRY(ob_gemm(h, false, false, T, F, E, 1.0f, X, E, Wg + n * E * F, F, 0.0f, G, CUDA_R_32F, F));
+    OB_CUBLAS_TRY(ob_gemm(h, false, false, T, F, E, 1.0f, X, E, Wu + n * E * F, F, 0.0f, U, CUDA_R_32F, F));
     if (vec)
-      gated_silu_mul_kernel<true><<<ob_grid_for(T * F / 8, threads), threads, 0, s>>>(G, U, gate, T, F, int(NE), int(n));
+      gated_silu_mul_kernel<true><<<ob_grid_for(T * F / 8, threads), threads, 0, s>>>(G, U, H, gate, T, F, int(NE), int(n));
     else
-      gated_silu_mul_kernel<false><<<ob_grid_for(T * F, threads), threads, 0, s>>>(G, U, gate, T, F, int(NE), int(n));
+      gated_silu_mul_kernel<false><<<ob_grid_for(T * F, threads), threads, 0, s>>>(G, U, H, gate, T, F, int(NE), int(n));
     OB_CUDA_TRY(cudaGetLastError());
     // out (+)= (w_n·h)·Wd[n] in fp32; beta = 0 on the first expert (out is not read then).
-    OB_CUBLAS_TRY(ob_gemm(h, false, false, T, E, F, 1.0f, G, F, Wd + n * F * E, E, n == 0 ? 0.0f : 1.0f, Out, CUDA_R_32F, E));
+    OB_CUBLAS_TRY(ob_gemm(h, false, false, T, E, F, 1.0f, H, F, Wd + n * F * E, E, n == 0 ? 0.0f : 1.0f, Out, CUDA_R_32F, E));
   }
   return 0;
 }
