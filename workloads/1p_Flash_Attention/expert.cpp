@@ -208,6 +208,343 @@ static inline void transpose8(__m256 r[8]) {
   r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+#if defined(__AVX512F__)
+// ---------------------------------------------------------------------------------------------------
+// x86-64-v4 (AVX-512): the same algorithm on zmm. Qᵀ slivers of QS = 32 query rows (two zmm); the
+// score tile is JR = 12 keys × 32 rows (24 accumulators), with the key block transposed once per block
+// (Kᵀ: D × ldkt, so the 12 broadcasts of a d step come from one line through one pointer); the P·V
+// tile is 6 rows × 64 head dims (4 zmm, 24 accumulators). Masked lanes use mask registers, exp2 uses
+// vscalefps.
+constexpr int64_t QS = 32;               // query rows per Qᵀ sliver
+constexpr int JR = 12;                   // keys per score tile
+constexpr int64_t BKR = (BK + JR - 1) / JR * JR;  // score rows (keys) of a block, rounded up to JR
+constexpr int64_t LDKT = BKR + 16;       // row stride of Kᵀ (padded: no cache-set aliasing)
+
+// exp2 for x <= 0, the polynomial of exp2_ps, 2^n applied by vscalefps.
+static inline __m512 exp2_512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-125.0f));
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.339887440266574e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618437357674640e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550332471162809e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402264791363012e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472028550421e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// Sᵀ[0:JR, 0:32] = Kᵀ[0:D, 0:JR]ᵀ · Qᵀ[0:D, 0:32]. qt: D rows of 32 (aligned); kt: Kᵀ columns of the
+// tile's keys (row stride ldkt); st: output rows, leading dimension ldst (aligned).
+__attribute__((noinline)) void qk_tile512(int64_t D, const float* __restrict qt, const float* __restrict kt,
+                                          int64_t ldkt, float* __restrict st, int64_t ldst) {
+  __m512 acc0[JR], acc1[JR];
+#pragma GCC unroll 12
+  for (int r = 0; r < JR; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t d = 0; d < D; ++d) {
+    const __m512 q0 = _mm512_load_ps(qt + d * QS);
+    const __m512 q1 = _mm512_load_ps(qt + d * QS + 16);
+    const float* kd = kt + d * ldkt;
+#pragma GCC unroll 12
+    for (int r = 0; r < JR; ++r) {
+      const __m512 kb = _mm512_set1_ps(kd[r]);
+      acc0[r] = _mm512_fmadd_ps(kb, q0, acc0[r]);
+      acc1[r] = _mm512_fmadd_ps(kb, q1, acc1[r]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < JR; ++r) {
+    _mm512_store_ps(st + r * ldst, acc0[r]);
+    _mm512_store_ps(st + r * ldst + 16, acc1[r]);
+  }
+}
+
+// O[0:MR, 0:16·NV] = α[0:MR] ∘ O + Pᵀ[0:kc, 0:MR]ᵀ · V[0:kc, 0:16·NV] (as pv_tile, zmm columns).
+template <int MR, int NV>
+__attribute__((noinline)) void pv_tile512(int64_t kc, const float* __restrict p, int64_t ldp,
+                                          const float* __restrict v, int64_t ldv, float* __restrict o,
+                                          const float* __restrict alpha, int64_t ldo, bool first) {
+  __m512 acc[MR][NV];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int n = 0; n < NV; ++n) acc[r][n] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t j = 0; j < kc; ++j) {
+    __m512 vv[NV];
+#pragma GCC unroll 4
+    for (int n = 0; n < NV; ++n) vv[n] = _mm512_loadu_ps(v + j * ldv + 16 * n);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      const __m512 pb = _mm512_set1_ps(p[j * ldp + r]);
+#pragma GCC unroll 4
+      for (int n = 0; n < NV; ++n) acc[r][n] = _mm512_fmadd_ps(pb, vv[n], acc[r][n]);
+    }
+  }
+  if (first) {
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+      for (int n = 0; n < NV; ++n) _mm512_store_ps(o + r * ldo + 16 * n, acc[r][n]);
+  } else {
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      const __m512 a = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 4
+      for (int n = 0; n < NV; ++n) {
+        float* c = o + r * ldo + 16 * n;
+        _mm512_store_ps(c, _mm512_fmadd_ps(_mm512_load_ps(c), a, acc[r][n]));
+      }
+    }
+  }
+}
+
+template <int NV>
+static inline void pv_tile512_rows(int mr, int64_t kc, const float* p, int64_t ldp, const float* v, int64_t ldv,
+                                   float* o, const float* alpha, int64_t ldo, bool first) {
+  switch (mr) {
+    case 6: pv_tile512<6, NV>(kc, p, ldp, v, ldv, o, alpha, ldo, first); break;
+    case 5: pv_tile512<5, NV>(kc, p, ldp, v, ldv, o, alpha, ldo, first); break;
+    case 4: pv_tile512<4, NV>(kc, p, ldp, v, ldv, o, alpha, ldo, first); break;
+    case 3: pv_tile512<3, NV>(kc, p, ldp, v, ldv, o, alpha, ldo, first); break;
+    case 2: pv_tile512<2, NV>(kc, p, ldp, v, ldv, o, alpha, ldo, first); break;
+    default: pv_tile512<1, NV>(kc, p, ldp, v, ldv, o, alpha, ldo, first); break;
+  }
+}
+
+// Per-thread scratch for a query block of at most `rows` rows (rows / BQ slices of up to BQ rows, each
+// padded to a multiple of QS).
+struct Scratch {
+  float* qt;     // Qᵀ: slivers of D×32
+  float* st;     // Sᵀ, then Pᵀ: BKR rows of `rows + 16` (padded stride: no cache-set aliasing)
+  float* o;      // O tile: rows × Dp
+  float* kt;     // Kᵀ of the key block: D × LDKT
+  float* vb;     // V block copied contiguous and padded to Dp columns (when needed): BK × Dp
+  float* m;      // running max (base-2 scores)
+  float* l;      // running sum
+  float* alpha;  // rescale factor of the current key block
+};
+
+int64_t padded_rows(int64_t rows) { return (rows + BQ - 1) / BQ * round_up(BQ, QS); }
+
+int64_t scratch_floats(int64_t rows, int64_t D) {
+  const int64_t R = padded_rows(rows), Dp = round_up(D, 16);
+  const int64_t f = round_up(R * D, 16) + round_up(BKR * (R + 16), 16) + round_up(R * Dp, 16) +
+                    round_up(D * LDKT, 16) + round_up(BK * Dp, 16) + 3 * R;
+  return round_up(f, 16);
+}
+
+Scratch carve(float* base, int64_t rows, int64_t D) {
+  const int64_t R = padded_rows(rows), Dp = round_up(D, 16);
+  Scratch s;
+  s.qt = base;
+  s.st = s.qt + round_up(R * D, 16);
+  s.o = s.st + round_up(BKR * (R + 16), 16);
+  s.kt = s.o + round_up(R * Dp, 16);
+  s.vb = s.kt + round_up(D * LDKT, 16);
+  s.m = s.vb + round_up(BK * Dp, 16);
+  s.l = s.m + R;
+  s.alpha = s.l + R;
+  return s;
+}
+
+// One query block [i0, i0 + bq) of nh heads that share K and V. Head t reads query rows q[t] + i·ldq
+// and writes output rows out[t] + i·ldo; key/value rows are k + j·ldk, v + j·ldk. cscale = log2(e)/√D.
+void flash_block(int nh, const float* const* q, float* const* out, int64_t ldq, int64_t ldo, const float* k,
+                 const float* v, int64_t ldk, int64_t S, int64_t D, int64_t i0, int64_t bq, float cscale,
+                 const Scratch& sc) {
+  const int64_t RS = round_up(bq, QS);  // padded rows per head slice
+  const int64_t R = nh * RS;            // rows of the tile
+  const int64_t ldst = R + 16;          // row stride of Sᵀ/Pᵀ
+  const int64_t Dp = round_up(D, 16);
+  // V rows read where they are when contiguous (rows strided by several heads alias in the L1 sets)
+  // and a multiple of 16 wide; else copied, zero-padded.
+  const bool v_in_place = ldk == D && D % 16 == 0;
+  const int64_t ldvb = v_in_place ? ldk : Dp;
+
+  // 1. Qᵀ slivers, scaled; padding rows are zero. Full 8×8 blocks go through a register transpose.
+  const __m256 vscale = _mm256_set1_ps(cscale);
+  for (int t = 0; t < nh; ++t) {
+    for (int64_t s32 = 0; s32 < RS / QS; ++s32) {
+      float* dst = sc.qt + (t * (RS / QS) + s32) * D * QS;
+      for (int r8 = 0; r8 < QS; r8 += 8) {
+        const int64_t ii0 = s32 * QS + r8;
+        int64_t d = 0;
+        if (ii0 + 8 <= bq) {
+          const float* src = q[t] + (i0 + ii0) * ldq;
+          for (; d + 8 <= D; d += 8) {
+            __m256 x[8];
+#pragma GCC unroll 8
+            for (int r = 0; r < 8; ++r) x[r] = _mm256_mul_ps(_mm256_loadu_ps(src + r * ldq + d), vscale);
+            transpose8(x);
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; ++c) _mm256_store_ps(dst + (d + c) * QS + r8, x[c]);
+          }
+        }
+        for (int r = 0; r < 8; ++r) {
+          const int64_t ii = ii0 + r;
+          if (ii < bq) {
+            const float* src = q[t] + (i0 + ii) * ldq;
+            for (int64_t e = d; e < D; ++e) dst[e * QS + r8 + r] = src[e] * cscale;
+          } else {
+            for (int64_t e = d; e < D; ++e) dst[e * QS + r8 + r] = 0.0f;
+          }
+        }
+      }
+    }
+  }
+  for (int64_t r = 0; r < R; r += 16) {
+    _mm512_store_ps(sc.m + r, _mm512_set1_ps(kMaskedScore));
+    _mm512_store_ps(sc.l + r, _mm512_setzero_ps());
+  }
+
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+
+  for (int64_t j0 = 0; j0 < i0 + bq; j0 += BK) {
+    const int64_t bk = std::min(BK, S - j0);
+    const bool diag = j0 + bk - 1 > i0;  // some key of the block lies above the diagonal
+    const bool first = j0 == 0;
+    // Keys the block's score tiles reach (the causal limit of the last, padded, row of a slice),
+    // rounded up to whole tiles.
+    const int64_t jreach = std::min(bk, i0 + RS - j0);
+    const int64_t jtiles = round_up(jreach, JR);
+
+    // Kᵀ of the block (keys past jreach zero), and V copied when its rows need padding.
+    const float* kb = k + j0 * ldk;
+    {
+      int64_t j = 0;
+      if (D % 8 == 0) {
+        for (; j + 8 <= jreach; j += 8)
+          for (int64_t d = 0; d < D; d += 8) {
+            __m256 x[8];
+#pragma GCC unroll 8
+            for (int r = 0; r < 8; ++r) x[r] = _mm256_loadu_ps(kb + (j + r) * ldk + d);
+            transpose8(x);
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; ++c) _mm256_storeu_ps(sc.kt + (d + c) * LDKT + j, x[c]);
+          }
+      }
+      for (; j < jtiles; ++j)
+        for (int64_t d = 0; d < D; ++d) sc.kt[d * LDKT + j] = j < jreach ? kb[j * ldk + d] : 0.0f;
+    }
+    const float* vb = v + j0 * ldk;
+    if (!v_in_place) {
+      for (int64_t j = 0; j < jreach; ++j) {
+        const float* src = vb + j * ldk;
+        float* dst = sc.vb + j * Dp;
+        for (int64_t d = 0; d < Dp; d += 16) {
+          const int64_t n = std::min<int64_t>(16, D - d);
+          const __mmask16 mk = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+          _mm512_store_ps(dst + d, _mm512_maskz_loadu_ps(mk, src + d));
+        }
+      }
+      vb = sc.vb;
+    }
+
+    // 2. Sᵀ = K_blk · Qᵀ, skipping JR×32 tiles that lie entirely above the diagonal.
+    for (int64_t T = 0; T < R / QS; ++T) {
+      const int64_t ii = (T % (RS / QS)) * QS;  // first row of the sliver within its head
+      const int64_t jlim = diag ? std::clamp<int64_t>(i0 + ii + QS - j0, 0, bk) : bk;
+      const float* qt = sc.qt + T * D * QS;
+      for (int64_t jt = 0; jt < jlim; jt += JR) qk_tile512(D, qt, sc.kt + jt, LDKT, sc.st + jt * ldst + T * QS, ldst);
+    }
+
+    // 3. Online softmax, 16 query rows per vector.
+    const __m512 neg = _mm512_set1_ps(kMaskedScore);
+    for (int64_t c0 = 0; c0 < R; c0 += 16) {
+      const int64_t ii = c0 % RS;
+      float* col = sc.st + c0;
+      // keys [0, jfull) are visible to all 16 rows, [jfull, jlim) to some, [jlim, bk) to none.
+      int64_t jfull = bk, jlim = bk;
+      if (diag) {
+        jlim = std::clamp<int64_t>(i0 + ii + 16 - j0, 0, bk);
+        jfull = std::clamp<int64_t>(i0 + ii + 1 - j0, 0, jlim);
+      }
+      const __m512 m_old = _mm512_load_ps(sc.m + c0);
+      __m512 mx0 = m_old, mx1 = neg;
+      int64_t j = 0;
+      for (; j + 1 < jfull; j += 2) {
+        mx0 = _mm512_max_ps(mx0, _mm512_load_ps(col + j * ldst));
+        mx1 = _mm512_max_ps(mx1, _mm512_load_ps(col + (j + 1) * ldst));
+      }
+      for (; j < jfull; ++j) mx0 = _mm512_max_ps(mx0, _mm512_load_ps(col + j * ldst));
+      for (j = jfull; j < jlim; ++j) {
+        // visible lanes: i0 + ii + lane >= j0 + j
+        const __mmask16 vis = _mm512_cmpgt_epi32_mask(lane, _mm512_set1_epi32(int32_t(j0 + j - i0 - ii - 1)));
+        mx0 = _mm512_mask_max_ps(mx0, vis, mx0, _mm512_load_ps(col + j * ldst));
+      }
+      const __m512 m_new = _mm512_max_ps(mx0, mx1);
+      const __m512 alpha = exp2_512(_mm512_sub_ps(m_old, m_new));
+      __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
+      for (j = 0; j + 1 < jfull; j += 2) {
+        const __m512 p0 = exp2_512(_mm512_sub_ps(_mm512_load_ps(col + j * ldst), m_new));
+        const __m512 p1 = exp2_512(_mm512_sub_ps(_mm512_load_ps(col + (j + 1) * ldst), m_new));
+        _mm512_store_ps(col + j * ldst, p0);
+        _mm512_store_ps(col + (j + 1) * ldst, p1);
+        sum0 = _mm512_add_ps(sum0, p0);
+        sum1 = _mm512_add_ps(sum1, p1);
+      }
+      for (; j < jfull; ++j) {
+        const __m512 p0 = exp2_512(_mm512_sub_ps(_mm512_load_ps(col + j * ldst), m_new));
+        _mm512_store_ps(col + j * ldst, p0);
+        sum0 = _mm512_add_ps(sum0, p0);
+      }
+      for (j = jfull; j < jlim; ++j) {
+        const __mmask16 vis = _mm512_cmpgt_epi32_mask(lane, _mm512_set1_epi32(int32_t(j0 + j - i0 - ii - 1)));
+        const __m512 p0 = _mm512_maskz_mov_ps(vis, exp2_512(_mm512_sub_ps(_mm512_load_ps(col + j * ldst), m_new)));
+        _mm512_store_ps(col + j * ldst, p0);
+        sum0 = _mm512_add_ps(sum0, p0);
+      }
+      for (j = jlim; j < bk; ++j) _mm512_store_ps(col + j * ldst, _mm512_setzero_ps());
+      _mm512_store_ps(sc.m + c0, m_new);
+      _mm512_store_ps(sc.alpha + c0, alpha);
+      _mm512_store_ps(sc.l + c0, _mm512_fmadd_ps(_mm512_load_ps(sc.l + c0), alpha, _mm512_add_ps(sum0, sum1)));
+    }
+
+    // 4. O = α∘O + P·V_blk: row tiles of 6 outer (their Pᵀ strip stays in L1), 64-column tiles of V
+    //    inner; in a diagonal block each row tile stops at the last key it can see.
+    for (int64_t r0 = 0; r0 < R; r0 += 6) {
+      const int mr = int(std::min<int64_t>(6, R - r0));
+      int64_t kc = bk;
+      if (diag) {
+        int64_t imax = 0;
+        for (int r = 0; r < mr; ++r) imax = std::max(imax, (r0 + r) % RS);
+        kc = std::clamp<int64_t>(i0 + imax + 1 - j0, 0, bk);
+      }
+      const float* p = sc.st + r0;
+      const float* al = sc.alpha + r0;
+      float* o = sc.o + r0 * Dp;
+      int64_t d0 = 0;
+      for (; d0 + 64 <= Dp; d0 += 64) pv_tile512_rows<4>(mr, kc, p, ldst, vb + d0, ldvb, o + d0, al, Dp, first);
+      switch ((Dp - d0) / 16) {
+        case 3: pv_tile512_rows<3>(mr, kc, p, ldst, vb + d0, ldvb, o + d0, al, Dp, first); break;
+        case 2: pv_tile512_rows<2>(mr, kc, p, ldst, vb + d0, ldvb, o + d0, al, Dp, first); break;
+        case 1: pv_tile512_rows<1>(mr, kc, p, ldst, vb + d0, ldvb, o + d0, al, Dp, first); break;
+        default: break;
+      }
+    }
+  }
+
+  // 5. Normalise and write the valid rows.
+  for (int t = 0; t < nh; ++t) {
+    for (int64_t ii = 0; ii < bq; ++ii) {
+      const int64_t r = t * RS + ii;
+      const __m512 vinv = _mm512_set1_ps(1.0f / sc.l[r]);
+      const float* src = sc.o + r * Dp;
+      float* dst = out[t] + (i0 + ii) * ldo;
+      for (int64_t d = 0; d < D; d += 16) {
+        const int64_t n = std::min<int64_t>(16, D - d);
+        const __mmask16 mk = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+        _mm512_mask_storeu_ps(dst + d, mk, _mm512_mul_ps(_mm512_load_ps(src + d), vinv));
+      }
+    }
+  }
+}
+
+#else  // x86-64-v3: AVX2
+
 // ---------------------------------------------------------------------------------------------------
 // Per-thread scratch for a query block of at most `rows` rows (nh slices of up to BQ rows).
 struct Scratch {
@@ -417,6 +754,8 @@ void flash_block(int nh, const float* const* q, float* const* out, int64_t ldq, 
     }
   }
 }
+
+#endif  // __AVX512F__
 
 int32_t thread_count(const ob_call* call) { return std::max<int32_t>(1, call->num_threads); }
 

@@ -32,6 +32,34 @@
 #error "expert.cpp needs AVX2 and FMA"
 #endif
 
+// The vector of the micro-kernels: zmm where the build allows AVX-512 (x86-64-v4), else ymm. Register
+// tiles are 6 x NR with NR = 2 vectors (32 columns at v4, 16 at v3), in the GEMM and in attention.
+#if defined(__AVX512F__)
+#define OB_V "zmm"
+#define OB_VB "64"  // bytes per vector
+typedef __m512 vec;
+static inline vec vzero() { return _mm512_setzero_ps(); }
+static inline vec vbroadcast(const float* p) { return _mm512_set1_ps(*p); }
+static inline vec vload(const float* p) { return _mm512_load_ps(p); }
+static inline vec vloadu(const float* p) { return _mm512_loadu_ps(p); }
+static inline void vstore(float* p, vec v) { _mm512_store_ps(p, v); }
+static inline void vstoreu(float* p, vec v) { _mm512_storeu_ps(p, v); }
+static inline vec vfma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vec vadd(vec a, vec b) { return _mm512_add_ps(a, b); }
+#else
+#define OB_V "ymm"
+#define OB_VB "32"
+typedef __m256 vec;
+static inline vec vzero() { return _mm256_setzero_ps(); }
+static inline vec vbroadcast(const float* p) { return _mm256_broadcast_ss(p); }
+static inline vec vload(const float* p) { return _mm256_load_ps(p); }
+static inline vec vloadu(const float* p) { return _mm256_loadu_ps(p); }
+static inline void vstore(float* p, vec v) { _mm256_store_ps(p, v); }
+static inline void vstoreu(float* p, vec v) { _mm256_storeu_ps(p, v); }
+static inline vec vfma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
+#endif
+
 // opbench:param KC 256 384 512
 // GEMM: depth of a packed panel; a KC x 16 B sliver stays in L1 while the A block streams from L2.
 #ifndef KC
@@ -48,7 +76,7 @@
 #define BQ 96
 #endif
 // opbench:param BK 64 128 256
-// Attention: keys per chunk (multiple of 16); the score block is BQ x BK.
+// Attention: keys per chunk (multiple of NR = 32 at v4, 16 at v3); the score block is BQ x BK.
 #ifndef BK
 #define BK 128
 #endif
@@ -56,7 +84,8 @@
 namespace {
 
 constexpr int64_t MR = 6;
-constexpr int64_t NR = 16;
+constexpr int64_t VW = int64_t(sizeof(vec) / sizeof(float));  // floats per vector: 16 (zmm) or 8 (ymm)
+constexpr int64_t NR = 2 * VW;                                 // columns of a register tile
 constexpr int64_t kKC = KC;
 constexpr int64_t kMC = (MC + MR - 1) / MR * MR;
 constexpr int64_t kNC = 2048;  // most columns of B packed at once per thread
@@ -70,87 +99,57 @@ constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // GEMM
 // ---------------------------------------------------------------------------------------------------
 
-// c[0:6, 0:16] (+)= a(kc x 6, k-major) · b(kc x 16, k-major).
+// c[0:6, 0:NR] (+)= a(kc x 6, k-major) · b(kc x NR, k-major).
 __attribute__((always_inline)) inline void micro_kernel(int64_t kc, const float* __restrict a,
                                                         const float* __restrict b, float* __restrict c,
                                                         int64_t ldc, bool accumulate) {
-  for (int r = 0; r < MR; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
-  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
-  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
-  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
-  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
-  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
-  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
-#define OB_STEP(o)                                                                \
-  {                                                                               \
-    const __m256 b0 = _mm256_load_ps(b + (o) * NR);                               \
-    const __m256 b1 = _mm256_load_ps(b + (o) * NR + 8);                           \
-    __m256 ak;                                                                    \
-    ak = _mm256_broadcast_ss(a + (o) * MR + 0);                                   \
-    c00 = _mm256_fmadd_ps(ak, b0, c00); c01 = _mm256_fmadd_ps(ak, b1, c01);       \
-    ak = _mm256_broadcast_ss(a + (o) * MR + 1);                                   \
-    c10 = _mm256_fmadd_ps(ak, b0, c10); c11 = _mm256_fmadd_ps(ak, b1, c11);       \
-    ak = _mm256_broadcast_ss(a + (o) * MR + 2);                                   \
-    c20 = _mm256_fmadd_ps(ak, b0, c20); c21 = _mm256_fmadd_ps(ak, b1, c21);       \
-    ak = _mm256_broadcast_ss(a + (o) * MR + 3);                                   \
-    c30 = _mm256_fmadd_ps(ak, b0, c30); c31 = _mm256_fmadd_ps(ak, b1, c31);       \
-    ak = _mm256_broadcast_ss(a + (o) * MR + 4);                                   \
-    c40 = _mm256_fmadd_ps(ak, b0, c40); c41 = _mm256_fmadd_ps(ak, b1, c41);       \
-    ak = _mm256_broadcast_ss(a + (o) * MR + 5);                                   \
-    c50 = _mm256_fmadd_ps(ak, b0, c50); c51 = _mm256_fmadd_ps(ak, b1, c51);       \
+  vec acc[MR][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = vzero();
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    const vec b0 = vload(b + k * NR), b1 = vload(b + k * NR + VW);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      const vec ak = vbroadcast(a + k * MR + r);
+      acc[r][0] = vfma(ak, b0, acc[r][0]);
+      acc[r][1] = vfma(ak, b1, acc[r][1]);
+    }
   }
-  int64_t k = 0;
-  for (; k + 4 <= kc; k += 4) {
-    _mm_prefetch(reinterpret_cast<const char*>(a + 64), _MM_HINT_T0);
-    OB_STEP(0) OB_STEP(1) OB_STEP(2) OB_STEP(3)
-    a += 4 * MR;
-    b += 4 * NR;
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) {
+    if (accumulate) {
+      acc[r][0] = vadd(acc[r][0], vloadu(c + r * ldc));
+      acc[r][1] = vadd(acc[r][1], vloadu(c + r * ldc + VW));
+    }
+    vstoreu(c + r * ldc, acc[r][0]);
+    vstoreu(c + r * ldc + VW, acc[r][1]);
   }
-  for (; k < kc; ++k) {
-    OB_STEP(0)
-    a += MR;
-    b += NR;
-  }
-#undef OB_STEP
-  if (accumulate) {
-    c00 = _mm256_add_ps(c00, _mm256_loadu_ps(c + 0 * ldc)); c01 = _mm256_add_ps(c01, _mm256_loadu_ps(c + 0 * ldc + 8));
-    c10 = _mm256_add_ps(c10, _mm256_loadu_ps(c + 1 * ldc)); c11 = _mm256_add_ps(c11, _mm256_loadu_ps(c + 1 * ldc + 8));
-    c20 = _mm256_add_ps(c20, _mm256_loadu_ps(c + 2 * ldc)); c21 = _mm256_add_ps(c21, _mm256_loadu_ps(c + 2 * ldc + 8));
-    c30 = _mm256_add_ps(c30, _mm256_loadu_ps(c + 3 * ldc)); c31 = _mm256_add_ps(c31, _mm256_loadu_ps(c + 3 * ldc + 8));
-    c40 = _mm256_add_ps(c40, _mm256_loadu_ps(c + 4 * ldc)); c41 = _mm256_add_ps(c41, _mm256_loadu_ps(c + 4 * ldc + 8));
-    c50 = _mm256_add_ps(c50, _mm256_loadu_ps(c + 5 * ldc)); c51 = _mm256_add_ps(c51, _mm256_loadu_ps(c + 5 * ldc + 8));
-  }
-  _mm256_storeu_ps(c + 0 * ldc, c00); _mm256_storeu_ps(c + 0 * ldc + 8, c01);
-  _mm256_storeu_ps(c + 1 * ldc, c10); _mm256_storeu_ps(c + 1 * ldc + 8, c11);
-  _mm256_storeu_ps(c + 2 * ldc, c20); _mm256_storeu_ps(c + 2 * ldc + 8, c21);
-  _mm256_storeu_ps(c + 3 * ldc, c30); _mm256_storeu_ps(c + 3 * ldc + 8, c31);
-  _mm256_storeu_ps(c + 4 * ldc, c40); _mm256_storeu_ps(c + 4 * ldc + 8, c41);
-  _mm256_storeu_ps(c + 5 * ldc, c50); _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 }
 
 // c[0:6, 0:16] (+)= a(kc x 6, k-major) · b(kc x 16, k-major), in inline asm: GCC's register allocation
 // of the intrinsic version folds B loads into the FMAs and spills, ~15% slower.
-#define OB_UKR_STEP(o)                                   \
-  "vmovaps " #o "*64(%[b]), %%ymm12\n\t"                 \
-  "vmovaps " #o "*64+32(%[b]), %%ymm13\n\t"              \
-  "vbroadcastss " #o "*24(%[a]), %%ymm14\n\t"            \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"             \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"             \
-  "vbroadcastss " #o "*24+4(%[a]), %%ymm15\n\t"          \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"             \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"             \
-  "vbroadcastss " #o "*24+8(%[a]), %%ymm14\n\t"          \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"             \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"             \
-  "vbroadcastss " #o "*24+12(%[a]), %%ymm15\n\t"         \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"             \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"             \
-  "vbroadcastss " #o "*24+16(%[a]), %%ymm14\n\t"         \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"             \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"             \
-  "vbroadcastss " #o "*24+20(%[a]), %%ymm15\n\t"         \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"            \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+#define OB_UKR_STEP(o)                                                        \
+  "vmovaps 2*" OB_VB "*" #o "(%[b]), %%" OB_V "12\n\t"                        \
+  "vmovaps 2*" OB_VB "*" #o "+" OB_VB "(%[b]), %%" OB_V "13\n\t"              \
+  "vbroadcastss " #o "*24(%[a]), %%" OB_V "14\n\t"                            \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "0\n\t"                   \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "1\n\t"                   \
+  "vbroadcastss " #o "*24+4(%[a]), %%" OB_V "15\n\t"                          \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "2\n\t"                   \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "3\n\t"                   \
+  "vbroadcastss " #o "*24+8(%[a]), %%" OB_V "14\n\t"                          \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "4\n\t"                   \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "5\n\t"                   \
+  "vbroadcastss " #o "*24+12(%[a]), %%" OB_V "15\n\t"                         \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "6\n\t"                   \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "7\n\t"                   \
+  "vbroadcastss " #o "*24+16(%[a]), %%" OB_V "14\n\t"                         \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "8\n\t"                   \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "9\n\t"                   \
+  "vbroadcastss " #o "*24+20(%[a]), %%" OB_V "15\n\t"                         \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "10\n\t"                  \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "11\n\t"
 
 __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, const float* b, float* c,
                                                  int64_t ldc, bool accumulate) {
@@ -165,18 +164,18 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
       "prefetcht0 (%[c3])\n\t"
       "prefetcht0 (%[c3], %[ldc], 1)\n\t"
       "prefetcht0 (%[c3], %[ldc], 2)\n\t"
-      "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
-      "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"
-      "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"
-      "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"
-      "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
-      "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
-      "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
-      "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
-      "vxorps %%ymm8, %%ymm8, %%ymm8\n\t"
-      "vxorps %%ymm9, %%ymm9, %%ymm9\n\t"
-      "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"
-      "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"
+      "vxorps %%" OB_V "0, %%" OB_V "0, %%" OB_V "0\n\t"
+      "vxorps %%" OB_V "1, %%" OB_V "1, %%" OB_V "1\n\t"
+      "vxorps %%" OB_V "2, %%" OB_V "2, %%" OB_V "2\n\t"
+      "vxorps %%" OB_V "3, %%" OB_V "3, %%" OB_V "3\n\t"
+      "vxorps %%" OB_V "4, %%" OB_V "4, %%" OB_V "4\n\t"
+      "vxorps %%" OB_V "5, %%" OB_V "5, %%" OB_V "5\n\t"
+      "vxorps %%" OB_V "6, %%" OB_V "6, %%" OB_V "6\n\t"
+      "vxorps %%" OB_V "7, %%" OB_V "7, %%" OB_V "7\n\t"
+      "vxorps %%" OB_V "8, %%" OB_V "8, %%" OB_V "8\n\t"
+      "vxorps %%" OB_V "9, %%" OB_V "9, %%" OB_V "9\n\t"
+      "vxorps %%" OB_V "10, %%" OB_V "10, %%" OB_V "10\n\t"
+      "vxorps %%" OB_V "11, %%" OB_V "11, %%" OB_V "11\n\t"
       "test %[k4], %[k4]\n\t"
       "jz 2f\n\t"
       ".p2align 5\n\t"
@@ -184,7 +183,7 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
       "prefetcht0 384(%[a])\n\t"
       OB_UKR_STEP(0) OB_UKR_STEP(1) OB_UKR_STEP(2) OB_UKR_STEP(3)
       "add $96, %[a]\n\t"
-      "add $256, %[b]\n\t"
+      "add $8*" OB_VB ", %[b]\n\t"
       "dec %[k4]\n\t"
       "jnz 1b\n\t"
       "2:\n\t"
@@ -193,37 +192,37 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
       "3:\n\t"
       OB_UKR_STEP(0)
       "add $24, %[a]\n\t"
-      "add $64, %[b]\n\t"
+      "add $2*" OB_VB ", %[b]\n\t"
       "dec %[k1]\n\t"
       "jnz 3b\n\t"
       "4:\n\t"
       "test %[acc], %[acc]\n\t"
       "jz 5f\n\t"
-      "vaddps (%[c]), %%ymm0, %%ymm0\n\t"
-      "vaddps 32(%[c]), %%ymm1, %%ymm1\n\t"
-      "vaddps (%[c], %[ldc], 1), %%ymm2, %%ymm2\n\t"
-      "vaddps 32(%[c], %[ldc], 1), %%ymm3, %%ymm3\n\t"
-      "vaddps (%[c], %[ldc], 2), %%ymm4, %%ymm4\n\t"
-      "vaddps 32(%[c], %[ldc], 2), %%ymm5, %%ymm5\n\t"
-      "vaddps (%[c3]), %%ymm6, %%ymm6\n\t"
-      "vaddps 32(%[c3]), %%ymm7, %%ymm7\n\t"
-      "vaddps (%[c3], %[ldc], 1), %%ymm8, %%ymm8\n\t"
-      "vaddps 32(%[c3], %[ldc], 1), %%ymm9, %%ymm9\n\t"
-      "vaddps (%[c3], %[ldc], 2), %%ymm10, %%ymm10\n\t"
-      "vaddps 32(%[c3], %[ldc], 2), %%ymm11, %%ymm11\n\t"
+      "vaddps (%[c]), %%" OB_V "0, %%" OB_V "0\n\t"
+      "vaddps " OB_VB "(%[c]), %%" OB_V "1, %%" OB_V "1\n\t"
+      "vaddps (%[c], %[ldc], 1), %%" OB_V "2, %%" OB_V "2\n\t"
+      "vaddps " OB_VB "(%[c], %[ldc], 1), %%" OB_V "3, %%" OB_V "3\n\t"
+      "vaddps (%[c], %[ldc], 2), %%" OB_V "4, %%" OB_V "4\n\t"
+      "vaddps " OB_VB "(%[c], %[ldc], 2), %%" OB_V "5, %%" OB_V "5\n\t"
+      "vaddps (%[c3]), %%" OB_V "6, %%" OB_V "6\n\t"
+      "vaddps " OB_VB "(%[c3]), %%" OB_V "7, %%" OB_V "7\n\t"
+      "vaddps (%[c3], %[ldc], 1), %%" OB_V "8, %%" OB_V "8\n\t"
+      "vaddps " OB_VB "(%[c3], %[ldc], 1), %%" OB_V "9, %%" OB_V "9\n\t"
+      "vaddps (%[c3], %[ldc], 2), %%" OB_V "10, %%" OB_V "10\n\t"
+      "vaddps " OB_VB "(%[c3], %[ldc], 2), %%" OB_V "11, %%" OB_V "11\n\t"
       "5:\n\t"
-      "vmovups %%ymm0, (%[c])\n\t"
-      "vmovups %%ymm1, 32(%[c])\n\t"
-      "vmovups %%ymm2, (%[c], %[ldc], 1)\n\t"
-      "vmovups %%ymm3, 32(%[c], %[ldc], 1)\n\t"
-      "vmovups %%ymm4, (%[c], %[ldc], 2)\n\t"
-      "vmovups %%ymm5, 32(%[c], %[ldc], 2)\n\t"
-      "vmovups %%ymm6, (%[c3])\n\t"
-      "vmovups %%ymm7, 32(%[c3])\n\t"
-      "vmovups %%ymm8, (%[c3], %[ldc], 1)\n\t"
-      "vmovups %%ymm9, 32(%[c3], %[ldc], 1)\n\t"
-      "vmovups %%ymm10, (%[c3], %[ldc], 2)\n\t"
-      "vmovups %%ymm11, 32(%[c3], %[ldc], 2)\n\t"
+      "vmovups %%" OB_V "0, (%[c])\n\t"
+      "vmovups %%" OB_V "1, " OB_VB "(%[c])\n\t"
+      "vmovups %%" OB_V "2, (%[c], %[ldc], 1)\n\t"
+      "vmovups %%" OB_V "3, " OB_VB "(%[c], %[ldc], 1)\n\t"
+      "vmovups %%" OB_V "4, (%[c], %[ldc], 2)\n\t"
+      "vmovups %%" OB_V "5, " OB_VB "(%[c], %[ldc], 2)\n\t"
+      "vmovups %%" OB_V "6, (%[c3])\n\t"
+      "vmovups %%" OB_V "7, " OB_VB "(%[c3])\n\t"
+      "vmovups %%" OB_V "8, (%[c3], %[ldc], 1)\n\t"
+      "vmovups %%" OB_V "9, " OB_VB "(%[c3], %[ldc], 1)\n\t"
+      "vmovups %%" OB_V "10, (%[c3], %[ldc], 2)\n\t"
+      "vmovups %%" OB_V "11, " OB_VB "(%[c3], %[ldc], 2)\n\t"
       "vzeroupper\n\t"
       : [a] "+r"(a), [b] "+r"(b), [k4] "+r"(k4), [k1] "+r"(k1)
       : [c] "r"(c), [c3] "r"(c3), [ldc] "r"(ldcb), [acc] "r"(acc)
@@ -234,7 +233,7 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
 
 __attribute__((noinline)) void micro_kernel_edge(int64_t kc, const float* a, const float* b, float* c,
                                                  int64_t ldc, bool accumulate, int64_t rows, int64_t cols) {
-  alignas(32) float edge[MR * NR];
+  alignas(64) float edge[MR * NR];
   micro_kernel(kc, a, b, edge, NR, false);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t q = 0; q < cols; ++q)
@@ -287,13 +286,13 @@ void pack_a(int64_t mc, int64_t kc, const float* __restrict A, int64_t lda, floa
   }
 }
 
-// Pack 16 rows (keys) x kd columns of K (row stride ld) into a k-major sliver (kd x 16, row stride 16)
+// Pack NR rows (keys) x kd columns of K (row stride ld) into a k-major sliver (kd x NR, row stride NR)
 // at out; rows past n are zero.
 void pack_k_sliver(int64_t n, int64_t kd, const float* __restrict K, int64_t ld, float* __restrict out) {
   int64_t k = 0;
   if (n == NR) {
     for (; k + 8 <= kd; k += 8)
-      for (int64_t h = 0; h < 2; ++h) {
+      for (int64_t h = 0; h < NR / 8; ++h) {
         const float* src = K + h * 8 * ld + k;
         __m256 r0 = _mm256_loadu_ps(src + 0 * ld), r1 = _mm256_loadu_ps(src + 1 * ld);
         __m256 r2 = _mm256_loadu_ps(src + 2 * ld), r3 = _mm256_loadu_ps(src + 3 * ld);
@@ -320,7 +319,7 @@ struct BSrc {
   int64_t ld1;
 };
 
-// Pack rows [k0, k0 + kc) x columns [j0, j0 + nc) of B into 16-column k-major slivers (zero columns
+// Pack rows [k0, k0 + kc) x columns [j0, j0 + nc) of B into NR-column k-major slivers (zero columns
 // pad the last one).
 void pack_b(const BSrc& B, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float* __restrict out) {
   const int64_t slivers = (nc + NR - 1) / NR;
@@ -339,8 +338,8 @@ void pack_b(const BSrc& B, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float
     if (src != nullptr) {
       src += k0 * ld;
       for (int64_t k = 0; k < kc; ++k) {
-        _mm256_store_ps(dst + k * NR, _mm256_loadu_ps(src + k * ld));
-        _mm256_store_ps(dst + k * NR + 8, _mm256_loadu_ps(src + k * ld + 8));
+        vstore(dst + k * NR, vloadu(src + k * ld));
+        vstore(dst + k * NR + VW, vloadu(src + k * ld + VW));
       }
     } else {
       for (int64_t k = 0; k < kc; ++k)
@@ -451,37 +450,37 @@ inline void qk_tile(int64_t kd, const float* a, const float* b, float* c, int64_
   micro_kernel_full(kd, a, b, c, ldc, false);
 }
 
-// o[0:6, 0:16] = alpha_r · o + p(6 x kn, row-major, row stride lp) · v(kn x 16, row stride lv); o is
-// 32-byte aligned with row stride lo. Inline asm for the same reason as the GEMM micro-kernel.
+// o[0:6, 0:NR] = alpha_r · o + p(6 x kn, row-major, row stride lp) · v(kn x NR, row stride lv); o is
+// vector-aligned with row stride lo. Inline asm for the same reason as the GEMM micro-kernel.
 #define OB_PV_STEP(o)                                      \
-  "vmovups (%[v]), %%ymm12\n\t"                            \
-  "vmovups 32(%[v]), %%ymm13\n\t"                          \
+  "vmovups (%[v]), %%" OB_V "12\n\t"                            \
+  "vmovups " OB_VB "(%[v]), %%" OB_V "13\n\t"                          \
   "add %[lv], %[v]\n\t"                                    \
-  "vbroadcastss " #o "*4(%[p0]), %%ymm14\n\t"              \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"               \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"               \
-  "vbroadcastss " #o "*4(%[p0], %[lp], 1), %%ymm15\n\t"    \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"               \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"               \
-  "vbroadcastss " #o "*4(%[p0], %[lp], 2), %%ymm14\n\t"    \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"               \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"               \
-  "vbroadcastss " #o "*4(%[p3]), %%ymm15\n\t"              \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"               \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"               \
-  "vbroadcastss " #o "*4(%[p3], %[lp], 1), %%ymm14\n\t"    \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"               \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"               \
-  "vbroadcastss " #o "*4(%[p3], %[lp], 2), %%ymm15\n\t"    \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"              \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+  "vbroadcastss " #o "*4(%[p0]), %%" OB_V "14\n\t"              \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "0\n\t"               \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "1\n\t"               \
+  "vbroadcastss " #o "*4(%[p0], %[lp], 1), %%" OB_V "15\n\t"    \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "2\n\t"               \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "3\n\t"               \
+  "vbroadcastss " #o "*4(%[p0], %[lp], 2), %%" OB_V "14\n\t"    \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "4\n\t"               \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "5\n\t"               \
+  "vbroadcastss " #o "*4(%[p3]), %%" OB_V "15\n\t"              \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "6\n\t"               \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "7\n\t"               \
+  "vbroadcastss " #o "*4(%[p3], %[lp], 1), %%" OB_V "14\n\t"    \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "8\n\t"               \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "9\n\t"               \
+  "vbroadcastss " #o "*4(%[p3], %[lp], 2), %%" OB_V "15\n\t"    \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "10\n\t"              \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "11\n\t"
 
 #define OB_PV_ROW(r, addr, acc0, acc1)                 \
-  "vbroadcastss " #r "*4(%[al]), %%ymm14\n\t"            \
-  "vfmadd231ps " addr ", %%ymm14, %%" acc0 "\n\t"        \
-  "vfmadd231ps 32" addr ", %%ymm14, %%" acc1 "\n\t"      \
+  "vbroadcastss " #r "*4(%[al]), %%" OB_V "14\n\t"            \
+  "vfmadd231ps " addr ", %%" OB_V "14, %%" acc0 "\n\t"        \
+  "vfmadd231ps " OB_VB addr ", %%" OB_V "14, %%" acc1 "\n\t"      \
   "vmovaps %%" acc0 ", " addr "\n\t"                     \
-  "vmovaps %%" acc1 ", 32" addr "\n\t"
+  "vmovaps %%" acc1 ", " OB_VB addr "\n\t"
 
 __attribute__((noinline)) void pv_tile(int64_t kn, const float* p, int64_t lp, const float* v, int64_t lv,
                                        float* o, int64_t lo, const float* alpha) {
@@ -492,18 +491,18 @@ __attribute__((noinline)) void pv_tile(int64_t kn, const float* p, int64_t lp, c
   const int64_t lob = lo * int64_t(sizeof(float));
   float* o3 = o + 3 * lo;
   __asm__ volatile(
-      "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
-      "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"
-      "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"
-      "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"
-      "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
-      "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
-      "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
-      "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
-      "vxorps %%ymm8, %%ymm8, %%ymm8\n\t"
-      "vxorps %%ymm9, %%ymm9, %%ymm9\n\t"
-      "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"
-      "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"
+      "vxorps %%" OB_V "0, %%" OB_V "0, %%" OB_V "0\n\t"
+      "vxorps %%" OB_V "1, %%" OB_V "1, %%" OB_V "1\n\t"
+      "vxorps %%" OB_V "2, %%" OB_V "2, %%" OB_V "2\n\t"
+      "vxorps %%" OB_V "3, %%" OB_V "3, %%" OB_V "3\n\t"
+      "vxorps %%" OB_V "4, %%" OB_V "4, %%" OB_V "4\n\t"
+      "vxorps %%" OB_V "5, %%" OB_V "5, %%" OB_V "5\n\t"
+      "vxorps %%" OB_V "6, %%" OB_V "6, %%" OB_V "6\n\t"
+      "vxorps %%" OB_V "7, %%" OB_V "7, %%" OB_V "7\n\t"
+      "vxorps %%" OB_V "8, %%" OB_V "8, %%" OB_V "8\n\t"
+      "vxorps %%" OB_V "9, %%" OB_V "9, %%" OB_V "9\n\t"
+      "vxorps %%" OB_V "10, %%" OB_V "10, %%" OB_V "10\n\t"
+      "vxorps %%" OB_V "11, %%" OB_V "11, %%" OB_V "11\n\t"
       "test %[k4], %[k4]\n\t"
       "jz 2f\n\t"
       ".p2align 5\n\t"
@@ -523,12 +522,12 @@ __attribute__((noinline)) void pv_tile(int64_t kn, const float* p, int64_t lp, c
       "dec %[k1]\n\t"
       "jnz 3b\n\t"
       "4:\n\t"
-      OB_PV_ROW(0, "(%[o])", "ymm0", "ymm1")
-      OB_PV_ROW(1, "(%[o], %[lo], 1)", "ymm2", "ymm3")
-      OB_PV_ROW(2, "(%[o], %[lo], 2)", "ymm4", "ymm5")
-      OB_PV_ROW(3, "(%[o3])", "ymm6", "ymm7")
-      OB_PV_ROW(4, "(%[o3], %[lo], 1)", "ymm8", "ymm9")
-      OB_PV_ROW(5, "(%[o3], %[lo], 2)", "ymm10", "ymm11")
+      OB_PV_ROW(0, "(%[o])", OB_V "0", OB_V "1")
+      OB_PV_ROW(1, "(%[o], %[lo], 1)", OB_V "2", OB_V "3")
+      OB_PV_ROW(2, "(%[o], %[lo], 2)", OB_V "4", OB_V "5")
+      OB_PV_ROW(3, "(%[o3])", OB_V "6", OB_V "7")
+      OB_PV_ROW(4, "(%[o3], %[lo], 1)", OB_V "8", OB_V "9")
+      OB_PV_ROW(5, "(%[o3], %[lo], 2)", OB_V "10", OB_V "11")
       "vzeroupper\n\t"
       : [p0] "+r"(p0), [p3] "+r"(p3), [v] "+r"(v), [k4] "+r"(k4), [k1] "+r"(k1)
       : [lp] "r"(lpb), [lv] "r"(lvb), [o] "r"(o), [o3] "r"(o3), [lo] "r"(lob), [al] "r"(alpha)

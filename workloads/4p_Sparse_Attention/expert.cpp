@@ -32,6 +32,24 @@
 #error "expert.cpp needs AVX2 and FMA"
 #endif
 
+// The vector of the micro-kernels: zmm where the build allows AVX-512 (x86-64-v4), else ymm. Register
+// tiles are 6 x NR with NR = 2 vectors (32 columns at v4, 16 at v3).
+#if defined(__AVX512F__)
+#define OB_V "zmm"
+#define OB_VB "64"  // bytes per vector
+typedef __m512 vec;
+static inline vec vload(const float* p) { return _mm512_load_ps(p); }
+static inline vec vloadu(const float* p) { return _mm512_loadu_ps(p); }
+static inline void vstore(float* p, vec v) { _mm512_store_ps(p, v); }
+#else
+#define OB_V "ymm"
+#define OB_VB "32"
+typedef __m256 vec;
+static inline vec vload(const float* p) { return _mm256_load_ps(p); }
+static inline vec vloadu(const float* p) { return _mm256_loadu_ps(p); }
+static inline void vstore(float* p, vec v) { _mm256_store_ps(p, v); }
+#endif
+
 // opbench:param BQ 48 96 144
 // Query rows per block (multiple of 6): larger reuses each K/V chunk over more rows (masked tiles are
 // skipped at 6x16 granularity whatever the block size).
@@ -47,7 +65,8 @@
 namespace {
 
 constexpr int64_t MR = 6;
-constexpr int64_t NR = 16;
+constexpr int64_t VW = int64_t(sizeof(vec) / sizeof(float));  // floats per vector: 16 (zmm) or 8 (ymm)
+constexpr int64_t NR = 2 * VW;                                 // columns of a register tile
 constexpr int64_t kBQ = (BQ + MR - 1) / MR * MR;
 constexpr int64_t kBK = (BK + NR - 1) / NR * NR;
 static_assert(kBQ > 0 && kBK > 0, "block sizes must be positive");
@@ -171,7 +190,7 @@ void pack_k_sliver(int64_t n, int64_t kd, const float* __restrict K, int64_t ld,
   int64_t k = 0;
   if (n == NR) {
     for (; k + 8 <= kd; k += 8)
-      for (int64_t h = 0; h < 2; ++h) {
+      for (int64_t h = 0; h < NR / 8; ++h) {
         const float* src = K + h * 8 * ld + k;
         __m256 r0 = _mm256_loadu_ps(src + 0 * ld), r1 = _mm256_loadu_ps(src + 1 * ld);
         __m256 r2 = _mm256_loadu_ps(src + 2 * ld), r3 = _mm256_loadu_ps(src + 3 * ld);
@@ -191,27 +210,27 @@ void pack_k_sliver(int64_t n, int64_t kd, const float* __restrict K, int64_t ld,
 
 // c[0:6, 0:16] (+)= a(kc x 6, k-major) · b(kc x 16, k-major), in inline asm: GCC's register allocation
 // of the intrinsic version folds B loads into the FMAs and spills.
-#define OB_UKR_STEP(o)                                   \
-  "vmovaps " #o "*64(%[b]), %%ymm12\n\t"                 \
-  "vmovaps " #o "*64+32(%[b]), %%ymm13\n\t"              \
-  "vbroadcastss " #o "*24(%[a]), %%ymm14\n\t"            \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"             \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"             \
-  "vbroadcastss " #o "*24+4(%[a]), %%ymm15\n\t"          \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"             \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"             \
-  "vbroadcastss " #o "*24+8(%[a]), %%ymm14\n\t"          \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"             \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"             \
-  "vbroadcastss " #o "*24+12(%[a]), %%ymm15\n\t"         \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"             \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"             \
-  "vbroadcastss " #o "*24+16(%[a]), %%ymm14\n\t"         \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"             \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"             \
-  "vbroadcastss " #o "*24+20(%[a]), %%ymm15\n\t"         \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"            \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+#define OB_UKR_STEP(o)                                                        \
+  "vmovaps 2*" OB_VB "*" #o "(%[b]), %%" OB_V "12\n\t"                        \
+  "vmovaps 2*" OB_VB "*" #o "+" OB_VB "(%[b]), %%" OB_V "13\n\t"              \
+  "vbroadcastss " #o "*24(%[a]), %%" OB_V "14\n\t"                            \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "0\n\t"                   \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "1\n\t"                   \
+  "vbroadcastss " #o "*24+4(%[a]), %%" OB_V "15\n\t"                          \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "2\n\t"                   \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "3\n\t"                   \
+  "vbroadcastss " #o "*24+8(%[a]), %%" OB_V "14\n\t"                          \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "4\n\t"                   \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "5\n\t"                   \
+  "vbroadcastss " #o "*24+12(%[a]), %%" OB_V "15\n\t"                         \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "6\n\t"                   \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "7\n\t"                   \
+  "vbroadcastss " #o "*24+16(%[a]), %%" OB_V "14\n\t"                         \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "8\n\t"                   \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "9\n\t"                   \
+  "vbroadcastss " #o "*24+20(%[a]), %%" OB_V "15\n\t"                         \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "10\n\t"                  \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "11\n\t"
 
 __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, const float* b, float* c,
                                                  int64_t ldc, bool accumulate) {
@@ -226,18 +245,18 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
       "prefetcht0 (%[c3])\n\t"
       "prefetcht0 (%[c3], %[ldc], 1)\n\t"
       "prefetcht0 (%[c3], %[ldc], 2)\n\t"
-      "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
-      "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"
-      "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"
-      "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"
-      "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
-      "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
-      "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
-      "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
-      "vxorps %%ymm8, %%ymm8, %%ymm8\n\t"
-      "vxorps %%ymm9, %%ymm9, %%ymm9\n\t"
-      "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"
-      "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"
+      "vxorps %%" OB_V "0, %%" OB_V "0, %%" OB_V "0\n\t"
+      "vxorps %%" OB_V "1, %%" OB_V "1, %%" OB_V "1\n\t"
+      "vxorps %%" OB_V "2, %%" OB_V "2, %%" OB_V "2\n\t"
+      "vxorps %%" OB_V "3, %%" OB_V "3, %%" OB_V "3\n\t"
+      "vxorps %%" OB_V "4, %%" OB_V "4, %%" OB_V "4\n\t"
+      "vxorps %%" OB_V "5, %%" OB_V "5, %%" OB_V "5\n\t"
+      "vxorps %%" OB_V "6, %%" OB_V "6, %%" OB_V "6\n\t"
+      "vxorps %%" OB_V "7, %%" OB_V "7, %%" OB_V "7\n\t"
+      "vxorps %%" OB_V "8, %%" OB_V "8, %%" OB_V "8\n\t"
+      "vxorps %%" OB_V "9, %%" OB_V "9, %%" OB_V "9\n\t"
+      "vxorps %%" OB_V "10, %%" OB_V "10, %%" OB_V "10\n\t"
+      "vxorps %%" OB_V "11, %%" OB_V "11, %%" OB_V "11\n\t"
       "test %[k4], %[k4]\n\t"
       "jz 2f\n\t"
       ".p2align 5\n\t"
@@ -245,7 +264,7 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
       "prefetcht0 384(%[a])\n\t"
       OB_UKR_STEP(0) OB_UKR_STEP(1) OB_UKR_STEP(2) OB_UKR_STEP(3)
       "add $96, %[a]\n\t"
-      "add $256, %[b]\n\t"
+      "add $8*" OB_VB ", %[b]\n\t"
       "dec %[k4]\n\t"
       "jnz 1b\n\t"
       "2:\n\t"
@@ -254,37 +273,37 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
       "3:\n\t"
       OB_UKR_STEP(0)
       "add $24, %[a]\n\t"
-      "add $64, %[b]\n\t"
+      "add $2*" OB_VB ", %[b]\n\t"
       "dec %[k1]\n\t"
       "jnz 3b\n\t"
       "4:\n\t"
       "test %[acc], %[acc]\n\t"
       "jz 5f\n\t"
-      "vaddps (%[c]), %%ymm0, %%ymm0\n\t"
-      "vaddps 32(%[c]), %%ymm1, %%ymm1\n\t"
-      "vaddps (%[c], %[ldc], 1), %%ymm2, %%ymm2\n\t"
-      "vaddps 32(%[c], %[ldc], 1), %%ymm3, %%ymm3\n\t"
-      "vaddps (%[c], %[ldc], 2), %%ymm4, %%ymm4\n\t"
-      "vaddps 32(%[c], %[ldc], 2), %%ymm5, %%ymm5\n\t"
-      "vaddps (%[c3]), %%ymm6, %%ymm6\n\t"
-      "vaddps 32(%[c3]), %%ymm7, %%ymm7\n\t"
-      "vaddps (%[c3], %[ldc], 1), %%ymm8, %%ymm8\n\t"
-      "vaddps 32(%[c3], %[ldc], 1), %%ymm9, %%ymm9\n\t"
-      "vaddps (%[c3], %[ldc], 2), %%ymm10, %%ymm10\n\t"
-      "vaddps 32(%[c3], %[ldc], 2), %%ymm11, %%ymm11\n\t"
+      "vaddps (%[c]), %%" OB_V "0, %%" OB_V "0\n\t"
+      "vaddps " OB_VB "(%[c]), %%" OB_V "1, %%" OB_V "1\n\t"
+      "vaddps (%[c], %[ldc], 1), %%" OB_V "2, %%" OB_V "2\n\t"
+      "vaddps " OB_VB "(%[c], %[ldc], 1), %%" OB_V "3, %%" OB_V "3\n\t"
+      "vaddps (%[c], %[ldc], 2), %%" OB_V "4, %%" OB_V "4\n\t"
+      "vaddps " OB_VB "(%[c], %[ldc], 2), %%" OB_V "5, %%" OB_V "5\n\t"
+      "vaddps (%[c3]), %%" OB_V "6, %%" OB_V "6\n\t"
+      "vaddps " OB_VB "(%[c3]), %%" OB_V "7, %%" OB_V "7\n\t"
+      "vaddps (%[c3], %[ldc], 1), %%" OB_V "8, %%" OB_V "8\n\t"
+      "vaddps " OB_VB "(%[c3], %[ldc], 1), %%" OB_V "9, %%" OB_V "9\n\t"
+      "vaddps (%[c3], %[ldc], 2), %%" OB_V "10, %%" OB_V "10\n\t"
+      "vaddps " OB_VB "(%[c3], %[ldc], 2), %%" OB_V "11, %%" OB_V "11\n\t"
       "5:\n\t"
-      "vmovups %%ymm0, (%[c])\n\t"
-      "vmovups %%ymm1, 32(%[c])\n\t"
-      "vmovups %%ymm2, (%[c], %[ldc], 1)\n\t"
-      "vmovups %%ymm3, 32(%[c], %[ldc], 1)\n\t"
-      "vmovups %%ymm4, (%[c], %[ldc], 2)\n\t"
-      "vmovups %%ymm5, 32(%[c], %[ldc], 2)\n\t"
-      "vmovups %%ymm6, (%[c3])\n\t"
-      "vmovups %%ymm7, 32(%[c3])\n\t"
-      "vmovups %%ymm8, (%[c3], %[ldc], 1)\n\t"
-      "vmovups %%ymm9, 32(%[c3], %[ldc], 1)\n\t"
-      "vmovups %%ymm10, (%[c3], %[ldc], 2)\n\t"
-      "vmovups %%ymm11, 32(%[c3], %[ldc], 2)\n\t"
+      "vmovups %%" OB_V "0, (%[c])\n\t"
+      "vmovups %%" OB_V "1, " OB_VB "(%[c])\n\t"
+      "vmovups %%" OB_V "2, (%[c], %[ldc], 1)\n\t"
+      "vmovups %%" OB_V "3, " OB_VB "(%[c], %[ldc], 1)\n\t"
+      "vmovups %%" OB_V "4, (%[c], %[ldc], 2)\n\t"
+      "vmovups %%" OB_V "5, " OB_VB "(%[c], %[ldc], 2)\n\t"
+      "vmovups %%" OB_V "6, (%[c3])\n\t"
+      "vmovups %%" OB_V "7, " OB_VB "(%[c3])\n\t"
+      "vmovups %%" OB_V "8, (%[c3], %[ldc], 1)\n\t"
+      "vmovups %%" OB_V "9, " OB_VB "(%[c3], %[ldc], 1)\n\t"
+      "vmovups %%" OB_V "10, (%[c3], %[ldc], 2)\n\t"
+      "vmovups %%" OB_V "11, " OB_VB "(%[c3], %[ldc], 2)\n\t"
       "vzeroupper\n\t"
       : [a] "+r"(a), [b] "+r"(b), [k4] "+r"(k4), [k1] "+r"(k1)
       : [c] "r"(c), [c3] "r"(c3), [ldc] "r"(ldcb), [acc] "r"(acc)
@@ -298,37 +317,37 @@ inline void qk_tile(int64_t kd, const float* a, const float* b, float* c, int64_
   micro_kernel_full(kd, a, b, c, ldc, false);
 }
 
-// o[0:6, 0:16] = alpha_r · o + p(6 x kn, row-major, row stride lp) · v(kn x 16, row stride lv); o is
-// 32-byte aligned with row stride lo. Inline asm for the same reason as the GEMM micro-kernel.
+// o[0:6, 0:NR] = alpha_r · o + p(6 x kn, row-major, row stride lp) · v(kn x NR, row stride lv); o is
+// vector-aligned with row stride lo. Inline asm for the same reason as the GEMM micro-kernel.
 #define OB_PV_STEP(o)                                      \
-  "vmovups (%[v]), %%ymm12\n\t"                            \
-  "vmovups 32(%[v]), %%ymm13\n\t"                          \
+  "vmovups (%[v]), %%" OB_V "12\n\t"                            \
+  "vmovups " OB_VB "(%[v]), %%" OB_V "13\n\t"                          \
   "add %[lv], %[v]\n\t"                                    \
-  "vbroadcastss " #o "*4(%[p0]), %%ymm14\n\t"              \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"               \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"               \
-  "vbroadcastss " #o "*4(%[p0], %[lp], 1), %%ymm15\n\t"    \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"               \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"               \
-  "vbroadcastss " #o "*4(%[p0], %[lp], 2), %%ymm14\n\t"    \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"               \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"               \
-  "vbroadcastss " #o "*4(%[p3]), %%ymm15\n\t"              \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"               \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"               \
-  "vbroadcastss " #o "*4(%[p3], %[lp], 1), %%ymm14\n\t"    \
-  "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"               \
-  "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"               \
-  "vbroadcastss " #o "*4(%[p3], %[lp], 2), %%ymm15\n\t"    \
-  "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"              \
-  "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+  "vbroadcastss " #o "*4(%[p0]), %%" OB_V "14\n\t"              \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "0\n\t"               \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "1\n\t"               \
+  "vbroadcastss " #o "*4(%[p0], %[lp], 1), %%" OB_V "15\n\t"    \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "2\n\t"               \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "3\n\t"               \
+  "vbroadcastss " #o "*4(%[p0], %[lp], 2), %%" OB_V "14\n\t"    \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "4\n\t"               \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "5\n\t"               \
+  "vbroadcastss " #o "*4(%[p3]), %%" OB_V "15\n\t"              \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "6\n\t"               \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "7\n\t"               \
+  "vbroadcastss " #o "*4(%[p3], %[lp], 1), %%" OB_V "14\n\t"    \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "8\n\t"               \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "9\n\t"               \
+  "vbroadcastss " #o "*4(%[p3], %[lp], 2), %%" OB_V "15\n\t"    \
+  "vfmadd231ps %%" OB_V "12, %%" OB_V "15, %%" OB_V "10\n\t"              \
+  "vfmadd231ps %%" OB_V "13, %%" OB_V "15, %%" OB_V "11\n\t"
 
 #define OB_PV_ROW(r, addr, acc0, acc1)                 \
-  "vbroadcastss " #r "*4(%[al]), %%ymm14\n\t"            \
-  "vfmadd231ps " addr ", %%ymm14, %%" acc0 "\n\t"        \
-  "vfmadd231ps 32" addr ", %%ymm14, %%" acc1 "\n\t"      \
+  "vbroadcastss " #r "*4(%[al]), %%" OB_V "14\n\t"            \
+  "vfmadd231ps " addr ", %%" OB_V "14, %%" acc0 "\n\t"        \
+  "vfmadd231ps " OB_VB addr ", %%" OB_V "14, %%" acc1 "\n\t"      \
   "vmovaps %%" acc0 ", " addr "\n\t"                     \
-  "vmovaps %%" acc1 ", 32" addr "\n\t"
+  "vmovaps %%" acc1 ", " OB_VB addr "\n\t"
 
 __attribute__((noinline)) void pv_tile(int64_t kn, const float* p, int64_t lp, const float* v, int64_t lv,
                                        float* o, int64_t lo, const float* alpha) {
@@ -339,18 +358,18 @@ __attribute__((noinline)) void pv_tile(int64_t kn, const float* p, int64_t lp, c
   const int64_t lob = lo * int64_t(sizeof(float));
   float* o3 = o + 3 * lo;
   __asm__ volatile(
-      "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
-      "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"
-      "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"
-      "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"
-      "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
-      "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
-      "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
-      "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
-      "vxorps %%ymm8, %%ymm8, %%ymm8\n\t"
-      "vxorps %%ymm9, %%ymm9, %%ymm9\n\t"
-      "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"
-      "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"
+      "vxorps %%" OB_V "0, %%" OB_V "0, %%" OB_V "0\n\t"
+      "vxorps %%" OB_V "1, %%" OB_V "1, %%" OB_V "1\n\t"
+      "vxorps %%" OB_V "2, %%" OB_V "2, %%" OB_V "2\n\t"
+      "vxorps %%" OB_V "3, %%" OB_V "3, %%" OB_V "3\n\t"
+      "vxorps %%" OB_V "4, %%" OB_V "4, %%" OB_V "4\n\t"
+      "vxorps %%" OB_V "5, %%" OB_V "5, %%" OB_V "5\n\t"
+      "vxorps %%" OB_V "6, %%" OB_V "6, %%" OB_V "6\n\t"
+      "vxorps %%" OB_V "7, %%" OB_V "7, %%" OB_V "7\n\t"
+      "vxorps %%" OB_V "8, %%" OB_V "8, %%" OB_V "8\n\t"
+      "vxorps %%" OB_V "9, %%" OB_V "9, %%" OB_V "9\n\t"
+      "vxorps %%" OB_V "10, %%" OB_V "10, %%" OB_V "10\n\t"
+      "vxorps %%" OB_V "11, %%" OB_V "11, %%" OB_V "11\n\t"
       "test %[k4], %[k4]\n\t"
       "jz 2f\n\t"
       ".p2align 5\n\t"
@@ -370,12 +389,12 @@ __attribute__((noinline)) void pv_tile(int64_t kn, const float* p, int64_t lp, c
       "dec %[k1]\n\t"
       "jnz 3b\n\t"
       "4:\n\t"
-      OB_PV_ROW(0, "(%[o])", "ymm0", "ymm1")
-      OB_PV_ROW(1, "(%[o], %[lo], 1)", "ymm2", "ymm3")
-      OB_PV_ROW(2, "(%[o], %[lo], 2)", "ymm4", "ymm5")
-      OB_PV_ROW(3, "(%[o3])", "ymm6", "ymm7")
-      OB_PV_ROW(4, "(%[o3], %[lo], 1)", "ymm8", "ymm9")
-      OB_PV_ROW(5, "(%[o3], %[lo], 2)", "ymm10", "ymm11")
+      OB_PV_ROW(0, "(%[o])", OB_V "0", OB_V "1")
+      OB_PV_ROW(1, "(%[o], %[lo], 1)", OB_V "2", OB_V "3")
+      OB_PV_ROW(2, "(%[o], %[lo], 2)", OB_V "4", OB_V "5")
+      OB_PV_ROW(3, "(%[o3])", OB_V "6", OB_V "7")
+      OB_PV_ROW(4, "(%[o3], %[lo], 1)", OB_V "8", OB_V "9")
+      OB_PV_ROW(5, "(%[o3], %[lo], 2)", OB_V "10", OB_V "11")
       "vzeroupper\n\t"
       : [p0] "+r"(p0), [p3] "+r"(p3), [v] "+r"(v), [k4] "+r"(k4), [k1] "+r"(k1)
       : [lp] "r"(lpb), [lv] "r"(lvb), [o] "r"(o), [o3] "r"(o3), [lo] "r"(lob), [al] "r"(alpha)

@@ -63,30 +63,86 @@ OB_DEFINE_ABI_VERSION()
 namespace {
 
 constexpr int64_t KB = KV_BLOCK;
-// Micro-tile shapes by lane vectors NV (12 or fewer ymm accumulators): keys per score tile, d values per
-// P·V tile.
-template <int NV> constexpr int kKT = NV == 1 ? 8 : (NV == 2 ? 6 : 4);
-template <int NV> constexpr int kDT = NV == 1 ? 8 : (NV == 2 ? 6 : 4);
-constexpr int64_t KB_PAD = (KB + 15) / 16 * 16 + 16;  // rows of the score buffer (≥ KB rounded up to KT)
 constexpr float kNeg = -1e30f;
 
 constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// 2^x for x in [-127, 0] (every argument here is a score minus a running max): Cephes exp2f range
-// reduction and its polynomial less the f^6 term, relative error < 3e-6; x <= -127 gives exactly 0.
-static inline __m256 exp2_ps(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-127.0f));
-  const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256 f = _mm256_sub_ps(x, n);
-  __m256 p = _mm256_set1_ps(1.339887440266574e-3f);
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618437357674640e-3f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550332471162809e-2f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402264791363012e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931472028550421e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
+// The lane vector of the micro-kernels, as a traits type: VY = ymm (8 query rows per vector, always
+// available), VZ = zmm (16 rows, x86-64-v4 only). Decodes (G rows) use VY, prefill blocks VZ at v4.
+struct VY {
+  using T = __m256;
+  static constexpr int W = 8;
+  static T zero() { return _mm256_setzero_ps(); }
+  static T set1(float x) { return _mm256_set1_ps(x); }
+  static T bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static T load(const float* p) { return _mm256_load_ps(p); }
+  static void store(float* p, T v) { _mm256_store_ps(p, v); }
+  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
+  static T add(T a, T b) { return _mm256_add_ps(a, b); }
+  static T sub(T a, T b) { return _mm256_sub_ps(a, b); }
+  static T max(T a, T b) { return _mm256_max_ps(a, b); }
+  // a > b ? y : x, per lane
+  static T sel_gt(T a, T b, T x, T y) { return _mm256_blendv_ps(x, y, _mm256_cmp_ps(a, b, _CMP_GT_OQ)); }
+  // 2^x for x in [-127, 0] (every argument here is a score minus a running max): Cephes exp2f range
+  // reduction and its polynomial less the f^6 term, relative error < 3e-6; x <= -127 gives exactly 0.
+  static T exp2(T x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(-127.0f));
+    const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 f = _mm256_sub_ps(x, n);
+    __m256 p = _mm256_set1_ps(1.339887440266574e-3f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618437357674640e-3f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550332471162809e-2f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402264791363012e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931472028550421e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  }
+};
+#if defined(__AVX512F__)
+struct VZ {
+  using T = __m512;
+  static constexpr int W = 16;
+  static T zero() { return _mm512_setzero_ps(); }
+  static T set1(float x) { return _mm512_set1_ps(x); }
+  static T bcast(const float* p) { return _mm512_set1_ps(*p); }
+  static T load(const float* p) { return _mm512_load_ps(p); }
+  static void store(float* p, T v) { _mm512_store_ps(p, v); }
+  static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
+  static T add(T a, T b) { return _mm512_add_ps(a, b); }
+  static T sub(T a, T b) { return _mm512_sub_ps(a, b); }
+  static T max(T a, T b) { return _mm512_max_ps(a, b); }
+  static T sel_gt(T a, T b, T x, T y) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_GT_OQ), x, y); }
+  // The same polynomial; 2^n applied by vscalefps, lanes at or below -127 set to exactly 0.
+  static T exp2(T x) {
+    const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-127.0f), _CMP_GT_OQ);
+    x = _mm512_max_ps(x, _mm512_set1_ps(-127.0f));
+    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(x, n);
+    __m512 p = _mm512_set1_ps(1.339887440266574e-3f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618437357674640e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550332471162809e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402264791363012e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472028550421e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_scalef_ps(live, p, n);
+  }
+};
+using VWide = VZ;  // the vector of prefill blocks
+#else
+using VWide = VY;
+#endif
+
+// Micro-tile shapes by vector type and lane vectors NV: keys per score tile (KT) and d values per P·V
+// tile (DT), so that KT·NV (DT·NV) accumulators fit the register file: 16 ymm at v3 (12 or fewer
+// accumulators), 32 zmm at v4 (24 or fewer).
+template <class V, int NV>
+constexpr int kKT = V::W == 16 ? (NV == 1 ? 16 : (NV == 2 ? 12 : (NV == 3 ? 8 : 6)))
+                               : (NV == 1 ? 8 : (NV == 2 ? 6 : 4));
+template <class V, int NV> constexpr int kDT = kKT<V, NV>;
+constexpr int64_t KB_PAD = (KB + 23) / 24 * 24 + 24;  // rows of the score buffer (>= KB rounded up to any KT)
 
 static inline void prefetch_row(const float* row, int64_t bytes) {
   const char* p = reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(row) & ~uintptr_t(63));
@@ -114,87 +170,189 @@ static inline void transpose8(__m256 r[8]) {
   r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-// St[i][m0 .. m0+8·NV) = Σ_d K_i[d] · Qt[d][m0 ..] for the KTT keys whose rows are kr[0 .. KTT).
-template <int KTT, int NV>
+// St[i][m0 .. m0+W·NV) = Σ_d K_i[d] · Qt[d][m0 ..] for the KTT keys whose rows are kr[0 .. KTT) (rows
+// read in place or from the block copy).
+template <class V, int KTT, int NV>
 static inline void qk_tile(const float* const* kr, const float* __restrict qt, int64_t ldq, int64_t D,
                            float* __restrict st, int64_t lds) {
-  __m256 acc[KTT][NV];
+  using T = typename V::T;
+  constexpr int W = V::W;
+  T acc[KTT][NV];
   const float* r[KTT];
 #pragma GCC unroll 16
   for (int i = 0; i < KTT; ++i) {
     r[i] = kr[i];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
+    for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
   }
 #pragma GCC unroll 2
   for (int64_t d = 0; d < D; ++d) {
-    __m256 q[NV];
+    T q[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) q[v] = _mm256_load_ps(qt + d * ldq + 8 * v);
+    for (int v = 0; v < NV; ++v) q[v] = V::load(qt + d * ldq + W * v);
 #pragma GCC unroll 16
     for (int i = 0; i < KTT; ++i) {
-      const __m256 b = _mm256_broadcast_ss(r[i] + d);
-      if constexpr (KTT * NV + NV + 1 >= 16) {
+      const T b = V::bcast(r[i] + d);
+      if constexpr (W == 8 && KTT * NV + NV + 1 >= 16) {
         // No register left for the NV query vectors (GCC would spill accumulators): read them as FMA
         // memory operands, the empty asm keeps GCC from merging the loads into registers.
         const float* qd = qt + d * ldq;
         asm volatile("" : "+r"(qd));
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(b, _mm256_load_ps(qd + 8 * v), acc[i][v]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(b, V::load(qd + W * v), acc[i][v]);
       } else {
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(b, q[v], acc[i][v]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(b, q[v], acc[i][v]);
       }
     }
   }
 #pragma GCC unroll 16
   for (int i = 0; i < KTT; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm256_store_ps(st + i * lds + 8 * v, acc[i][v]);
+    for (int v = 0; v < NV; ++v) V::store(st + i * lds + W * v, acc[i][v]);
+}
+
+// The same product with the block's keys transposed (kt[d·ldk + i] = K_i[d]): the KTT broadcasts of a d
+// step come from one line through one pointer (with 24 accumulators there are no registers left for
+// KTT row pointers).
+template <class V, int KTT, int NV>
+static inline void qk_tile_t(const float* __restrict kt, int64_t ldk, const float* __restrict qt, int64_t ldq,
+                             int64_t D, float* __restrict st, int64_t lds) {
+  using T = typename V::T;
+  constexpr int W = V::W;
+  T acc[KTT][NV];
+#pragma GCC unroll 24
+  for (int i = 0; i < KTT; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
+#pragma GCC unroll 2
+  for (int64_t d = 0; d < D; ++d) {
+    T q[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) q[v] = V::load(qt + d * ldq + W * v);
+    const float* kd = kt + d * ldk;
+#pragma GCC unroll 24
+    for (int i = 0; i < KTT; ++i) {
+      const T b = V::bcast(kd + i);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(b, q[v], acc[i][v]);
+    }
+  }
+#pragma GCC unroll 24
+  for (int i = 0; i < KTT; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) V::store(st + i * lds + W * v, acc[i][v]);
 }
 
 // Ot[d0+i][m0 ..] = alpha·Ot[d0+i][m0 ..] + Σ_t V_t[d0+i] · Pt[t][m0 ..] for i < DTT.
-template <int DTT, int NV>
+template <class V, int DTT, int NV>
 static inline void pv_tile(const float* const* vr, int64_t n, const float* __restrict pt, int64_t ldp,
                            float* __restrict ot, int64_t ldo, const float* alpha, bool first, int64_t d0) {
-  __m256 acc[DTT][NV];
+  using T = typename V::T;
+  constexpr int W = V::W;
+  T acc[DTT][NV];
   if (first) {
-#pragma GCC unroll 16
+#pragma GCC unroll 24
     for (int i = 0; i < DTT; ++i)
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
   } else {
-    __m256 a[NV];
+    T a[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) a[v] = _mm256_load_ps(alpha + 8 * v);
-#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) a[v] = V::load(alpha + W * v);
+#pragma GCC unroll 24
     for (int i = 0; i < DTT; ++i)
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_mul_ps(_mm256_load_ps(ot + i * ldo + 8 * v), a[v]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::mul(V::load(ot + i * ldo + W * v), a[v]);
   }
   for (int64_t t = 0; t < n; ++t) {
-    __m256 p[NV];
+    T p[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) p[v] = _mm256_load_ps(pt + t * ldp + 8 * v);
+    for (int v = 0; v < NV; ++v) p[v] = V::load(pt + t * ldp + W * v);
     const float* row = vr[t] + d0;
-#pragma GCC unroll 16
+#pragma GCC unroll 24
     for (int i = 0; i < DTT; ++i) {
-      const __m256 b = _mm256_broadcast_ss(row + i);
-      if constexpr (DTT * NV + NV + 1 >= 16) {  // as in qk_tile: P as FMA memory operands
+      const T b = V::bcast(row + i);
+      if constexpr (W == 8 && DTT * NV + NV + 1 >= 16) {  // as in qk_tile: P as FMA memory operands
         const float* pp = pt + t * ldp;
         asm volatile("" : "+r"(pp));
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(b, _mm256_load_ps(pp + 8 * v), acc[i][v]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(b, V::load(pp + W * v), acc[i][v]);
       } else {
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(b, p[v], acc[i][v]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(b, p[v], acc[i][v]);
       }
     }
   }
-#pragma GCC unroll 16
+#pragma GCC unroll 24
   for (int i = 0; i < DTT; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm256_store_ps(ot + i * ldo + 8 * v, acc[i][v]);
+    for (int v = 0; v < NV; ++v) V::store(ot + i * ldo + W * v, acc[i][v]);
+}
+
+// The same with the V rows contiguous (vp + t·ldv: the block copy), so that the DTT broadcasts of a
+// key are constant offsets from one pointer.
+template <class V, int DTT, int NV>
+static inline void pv_tile_c(const float* __restrict vp, int64_t ldv, int64_t n, const float* __restrict pt,
+                             int64_t ldp, float* __restrict ot, int64_t ldo, const float* alpha, bool first) {
+  using T = typename V::T;
+  constexpr int W = V::W;
+  T acc[DTT][NV];
+  if (first) {
+#pragma GCC unroll 24
+    for (int i = 0; i < DTT; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
+  } else {
+    T a[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) a[v] = V::load(alpha + W * v);
+#pragma GCC unroll 24
+    for (int i = 0; i < DTT; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::mul(V::load(ot + i * ldo + W * v), a[v]);
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    T p[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) p[v] = V::load(pt + W * v);
+#pragma GCC unroll 24
+    for (int i = 0; i < DTT; ++i) {
+      const T b = V::bcast(vp + i);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(b, p[v], acc[i][v]);
+    }
+    vp += ldv;
+    pt += ldp;
+  }
+#pragma GCC unroll 24
+  for (int i = 0; i < DTT; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) V::store(ot + i * ldo + W * v, acc[i][v]);
+}
+
+// O^T += V^T P^T over rows [0, D) in tiles of DT, then 8, 4, 2 and 1 for the rest; vp: the block's V
+// rows contiguous (row stride D), or null to read them through vr.
+template <class V, int NV>
+static inline void pv_all(const float* const* vr, const float* vp, int64_t n, const float* pt, int64_t ldp,
+                          float* ot, int64_t ldo, const float* alpha, bool first, int64_t D) {
+  constexpr int64_t DT = kDT<V, NV>, LW = V::W * NV;
+  int64_t d0 = 0;
+  if (vp != nullptr) {
+    for (; d0 + DT <= D; d0 += DT) pv_tile_c<V, DT, NV>(vp + d0, D, n, pt, ldp, ot + d0 * LW, LW, alpha, first);
+    if constexpr (DT > 8)
+      for (; d0 + 8 <= D; d0 += 8) pv_tile_c<V, 8, NV>(vp + d0, D, n, pt, ldp, ot + d0 * LW, LW, alpha, first);
+    for (; d0 + 4 <= D; d0 += 4) pv_tile_c<V, 4, NV>(vp + d0, D, n, pt, ldp, ot + d0 * LW, LW, alpha, first);
+    for (; d0 + 2 <= D; d0 += 2) pv_tile_c<V, 2, NV>(vp + d0, D, n, pt, ldp, ot + d0 * LW, LW, alpha, first);
+    if (d0 < D) pv_tile_c<V, 1, NV>(vp + d0, D, n, pt, ldp, ot + d0 * LW, LW, alpha, first);
+    return;
+  }
+  for (; d0 + DT <= D; d0 += DT) pv_tile<V, DT, NV>(vr, n, pt, ldp, ot + d0 * LW, LW, alpha, first, d0);
+  if constexpr (DT > 8)
+    for (; d0 + 8 <= D; d0 += 8) pv_tile<V, 8, NV>(vr, n, pt, ldp, ot + d0 * LW, LW, alpha, first, d0);
+  for (; d0 + 4 <= D; d0 += 4) pv_tile<V, 4, NV>(vr, n, pt, ldp, ot + d0 * LW, LW, alpha, first, d0);
+  for (; d0 + 2 <= D; d0 += 2) pv_tile<V, 2, NV>(vr, n, pt, ldp, ot + d0 * LW, LW, alpha, first, d0);
+  if (d0 < D) pv_tile<V, 1, NV>(vr, n, pt, ldp, ot + d0 * LW, LW, alpha, first, d0);
 }
 
 struct Geometry {
@@ -250,10 +408,15 @@ Scratch carve(float* base, int64_t D, int64_t Mp) {
 // One work item: ntok consecutive query tokens of one sequence (q, o: token 0, head g·G, rows
 // geo.row_stride apart), the G heads of kv head g, token j at absolute position pos0 + j, against keys
 // 0 .. pos0+ntok-1 of the sequence (page table ptab; key t visible to token j iff t <= pos0 + j).
-template <int NV>
+// V: the lane vector (VY or VZ), NV: lane vectors per micro-tile (lane tiles of LW = W·NV query rows).
+template <class V, int NV>
 void attend_item(const Geometry& geo, const Scratch& w, const float* q, float* o, int64_t ntok, int64_t pos0,
                  const float* kbase, const float* vbase, const int32_t* ptab, float qscale) {
-  constexpr int64_t KT = kKT<NV>, DT = kDT<NV>, LW = 8 * NV;
+  using T = typename V::T;
+  constexpr int64_t KT = kKT<V, NV>, W = V::W, LW = W * NV;
+  // zmm tiles have 24 accumulators and no registers left for KT key-row pointers: their score tiles read
+  // the block's keys from a transposed copy (D × KB_PAD), which also serves every lane tile.
+  constexpr bool kTrans = W == 16;
   const int64_t D = geo.D, G = geo.G, PS = geo.PS;
   const int64_t M = ntok * G, Mp = round_up(M, LW);
   const int64_t n_keys = pos0 + ntok;
@@ -314,11 +477,29 @@ void attend_item(const Geometry& geo, const Scratch& w, const float* q, float* o
       }
     }
     for (int64_t t = n; t < ntile; ++t) w.krow[t] = w.krow[n - 1];
+    if (kTrans) {
+      // kpack[d·KB_PAD + t] = K_t[d]: 8 keys × 8 d per register transpose, zero keys up to the tile edge.
+      int64_t t = 0;
+      if (D % 8 == 0) {
+        for (; t + 8 <= n; t += 8) {
+          for (int64_t d = 0; d < D; d += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(w.krow[t + i] + d);
+            transpose8(r);
+            for (int i = 0; i < 8; ++i) _mm256_storeu_ps(w.kpack + (d + i) * KB_PAD + t, r[i]);
+          }
+        }
+      }
+      for (; t < ntile; ++t) {
+        const float* ks = w.krow[t];
+        for (int64_t d = 0; d < D; ++d) w.kpack[d * KB_PAD + t] = t < n ? ks[d] : 0.0f;
+      }
+    }
     // Rows of one kv head sit 4 KiB apart in the cache and alias to the same few L1 sets: the P·V tiles
     // (keys at a fixed d) and the lane tiles that reuse the block would miss on every row. Read the block's
     // V rows (and, with several lane tiles, its K rows) once into contiguous buffers.
-    if (PACK_KV) {
-      const bool pack_k = Mp > LW;
+    if (PACK_KV || kTrans) {
+      const bool pack_k = !kTrans && Mp > LW;
       for (int64_t t = 0; t < n; ++t) {
         const float* ks = w.krow[t];
         const float* vs = w.vrow[t];
@@ -370,59 +551,58 @@ void attend_item(const Geometry& geo, const Scratch& w, const float* q, float* o
       const bool masked = t0 + nl - 1 > pos0 + tok_lo;  // some key is past some row's position
       // Scores (log2 domain): St[t][m].
       const int64_t ntl = round_up(nl, KT);
-      for (int64_t kt = 0; kt < ntl; kt += KT) qk_tile<KT, NV>(w.krow + kt, w.qt + m0 * D, LW, D, w.st + kt * LW, LW);
-      for (int64_t v = m0 / 8; v < m0 / 8 + NV; ++v) {
-        float* sv = w.st + 8 * (v - m0 / 8);  // St of the lane tile: KB_PAD × LW
-        const __m256 mold = _mm256_load_ps(w.mrow + 8 * v);
-        __m256 mx0 = mold, mx1 = mold;
+      for (int64_t kt = 0; kt < ntl; kt += KT) {
+        if constexpr (kTrans)
+          qk_tile_t<V, KT, NV>(w.kpack + kt, KB_PAD, w.qt + m0 * D, LW, D, w.st + kt * LW, LW);
+        else
+          qk_tile<V, KT, NV>(w.krow + kt, w.qt + m0 * D, LW, D, w.st + kt * LW, LW);
+      }
+      for (int64_t v = 0; v < NV; ++v) {
+        float* sv = w.st + W * v;  // St of the lane tile: KB_PAD × LW
+        const int64_t mv = m0 + W * v;
+        const T mold = V::load(w.mrow + mv);
+        T mx0 = mold, mx1 = mold;
         int64_t t = 0;
         if (masked) {
-          const __m256 pos = _mm256_load_ps(w.posv + 8 * v);
-          const __m256 neg = _mm256_set1_ps(kNeg);
+          const T pos = V::load(w.posv + mv);
+          const T neg = V::set1(kNeg);
           for (; t < nl; ++t) {
-            __m256 s = _mm256_load_ps(sv + t * LW);
-            s = _mm256_blendv_ps(s, neg, _mm256_cmp_ps(_mm256_set1_ps(float(t0 + t)), pos, _CMP_GT_OQ));
-            _mm256_store_ps(sv + t * LW, s);
-            mx0 = _mm256_max_ps(mx0, s);
+            T s = V::load(sv + t * LW);
+            s = V::sel_gt(V::set1(float(t0 + t)), pos, s, neg);
+            V::store(sv + t * LW, s);
+            mx0 = V::max(mx0, s);
           }
         } else {
           for (; t + 1 < nl; t += 2) {
-            mx0 = _mm256_max_ps(mx0, _mm256_load_ps(sv + t * LW));
-            mx1 = _mm256_max_ps(mx1, _mm256_load_ps(sv + (t + 1) * LW));
+            mx0 = V::max(mx0, V::load(sv + t * LW));
+            mx1 = V::max(mx1, V::load(sv + (t + 1) * LW));
           }
-          if (t < nl) mx0 = _mm256_max_ps(mx0, _mm256_load_ps(sv + t * LW));
+          if (t < nl) mx0 = V::max(mx0, V::load(sv + t * LW));
         }
-        const __m256 mx = _mm256_max_ps(mx0, mx1);
-        const __m256 alpha = exp2_ps(_mm256_sub_ps(mold, mx));
-        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+        const T mx = V::max(mx0, mx1);
+        const T alpha = V::exp2(V::sub(mold, mx));
+        T s0 = V::zero(), s1 = V::zero();
         for (t = 0; t + 1 < nl; t += 2) {
-          const __m256 p0 = exp2_ps(_mm256_sub_ps(_mm256_load_ps(sv + t * LW), mx));
-          const __m256 p1 = exp2_ps(_mm256_sub_ps(_mm256_load_ps(sv + (t + 1) * LW), mx));
-          _mm256_store_ps(sv + t * LW, p0);
-          _mm256_store_ps(sv + (t + 1) * LW, p1);
-          s0 = _mm256_add_ps(s0, p0);
-          s1 = _mm256_add_ps(s1, p1);
+          const T p0 = V::exp2(V::sub(V::load(sv + t * LW), mx));
+          const T p1 = V::exp2(V::sub(V::load(sv + (t + 1) * LW), mx));
+          V::store(sv + t * LW, p0);
+          V::store(sv + (t + 1) * LW, p1);
+          s0 = V::add(s0, p0);
+          s1 = V::add(s1, p1);
         }
         if (t < nl) {
-          const __m256 p0 = exp2_ps(_mm256_sub_ps(_mm256_load_ps(sv + t * LW), mx));
-          _mm256_store_ps(sv + t * LW, p0);
-          s0 = _mm256_add_ps(s0, p0);
+          const T p0 = V::exp2(V::sub(V::load(sv + t * LW), mx));
+          V::store(sv + t * LW, p0);
+          s0 = V::add(s0, p0);
         }
-        const __m256 l = _mm256_fmadd_ps(_mm256_load_ps(w.lrow + 8 * v), alpha, _mm256_add_ps(s0, s1));
-        _mm256_store_ps(w.lrow + 8 * v, l);
-        _mm256_store_ps(w.mrow + 8 * v, mx);
-        _mm256_store_ps(w.alpha + 8 * v, alpha);
+        const T l = V::fma(V::load(w.lrow + mv), alpha, V::add(s0, s1));
+        V::store(w.lrow + mv, l);
+        V::store(w.mrow + mv, mx);
+        V::store(w.alpha + mv, alpha);
       }
-      // O^T += V^T P^T: DT-wide d tiles, then 4-, 2- and 1-wide tiles for the rest (D = 128, DT = 6:
-      // 20 tiles of 6 and 2 of 4).
-      float* ot = w.ot + m0 * D;
-      const float* al = w.alpha + m0;
-      const int64_t main_end = (D % DT != 0 && D % DT < 4 && D >= DT + 4) ? (D - 4 - D % DT) / DT * DT : D / DT * DT;
-      int64_t d0 = 0;
-      for (; d0 < main_end; d0 += DT) pv_tile<DT, NV>(w.vrow, nl, w.st, LW, ot + d0 * LW, LW, al, first, d0);
-      for (; d0 + 4 <= D; d0 += 4) pv_tile<4, NV>(w.vrow, nl, w.st, LW, ot + d0 * LW, LW, al, first, d0);
-      for (; d0 + 2 <= D; d0 += 2) pv_tile<2, NV>(w.vrow, nl, w.st, LW, ot + d0 * LW, LW, al, first, d0);
-      if (d0 < D) pv_tile<1, NV>(w.vrow, nl, w.st, LW, ot + d0 * LW, LW, al, first, d0);
+      // O^T += V^T P^T: DT-wide d tiles, then 8-, 4-, 2- and 1-wide tiles for the rest.
+      pv_all<V, NV>(w.vrow, (PACK_KV || kTrans) ? w.vpack : nullptr, nl, w.st, LW, w.ot + m0 * D, LW, w.alpha + m0,
+                    first, D);
     }
     first = false;
   }
@@ -454,7 +634,7 @@ struct Item {
   int64_t cost;
 };
 
-int64_t max_lanes(int64_t G) { return round_up(Q_TOKENS * G, 8 * LANE_VECS); }
+int64_t max_lanes(int64_t G) { return round_up(Q_TOKENS * G, VWide::W * LANE_VECS); }
 
 }  // namespace
 
@@ -548,13 +728,28 @@ extern "C" int32_t ob_run(const ob_call* call) {
       const float* kb = KV + 2 * g * D;
       const float* vb = kb + D;
       const int32_t* ptab = pages + i * PPS;
-      const int64_t lanes = (ntok * G + 7) / 8;  // lane vectors needed
-      if (lanes == 1 || LANE_VECS == 1)
-        attend_item<1>(geo, w, qs, os, ntok, pos0, kb, vb, ptab, qscale);
-      else if (lanes == 2 || LANE_VECS == 2)
-        attend_item<2>(geo, w, qs, os, ntok, pos0, kb, vb, ptab, qscale);
+      const int64_t rows = ntok * G;
+#if defined(__AVX512F__)
+      // At v4: decodes (G <= 8 rows) on ymm lane tiles, prefill blocks on zmm tiles of up to LANE_VECS.
+      if (rows <= 8)
+        attend_item<VY, 1>(geo, w, qs, os, ntok, pos0, kb, vb, ptab, qscale);
+      else if (rows <= 16 || LANE_VECS == 1)
+        attend_item<VZ, 1>(geo, w, qs, os, ntok, pos0, kb, vb, ptab, qscale);
+      else if (rows <= 32 || LANE_VECS == 2)
+        attend_item<VZ, 2>(geo, w, qs, os, ntok, pos0, kb, vb, ptab, qscale);
+      else if (rows <= 48 || LANE_VECS == 3)
+        attend_item<VZ, 3>(geo, w, qs, os, ntok, pos0, kb, vb, ptab, qscale);
       else
-        attend_item<3>(geo, w, qs, os, ntok, pos0, kb, vb, ptab, qscale);
+        attend_item<VZ, 4>(geo, w, qs, os, ntok, pos0, kb, vb, ptab, qscale);
+#else
+      const int64_t lanes = (rows + 7) / 8;  // lane vectors needed
+      if (lanes == 1 || LANE_VECS == 1)
+        attend_item<VY, 1>(geo, w, qs, os, ntok, pos0, kb, vb, ptab, qscale);
+      else if (lanes == 2 || LANE_VECS == 2)
+        attend_item<VY, 2>(geo, w, qs, os, ntok, pos0, kb, vb, ptab, qscale);
+      else
+        attend_item<VY, 3>(geo, w, qs, os, ntok, pos0, kb, vb, ptab, qscale);
+#endif
     }
   }
   return 0;
