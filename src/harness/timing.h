@@ -47,7 +47,7 @@ class StoppingRule {
 // One timed pair as the session measured it: per-call seconds of each side by the parent's clock,
 // and the candidate's by the worker's own clock.
 struct PairSample {
-  double baseline_call_s = 0, candidate_call_s = 0, candidate_worker_call_s = 0;
+  double baseline_call_s = 0, candidate_call_s = 0, candidate_worker_call_s = 0, baseline_worker_call_s = 0;
 };
 
 struct PairedTiming {

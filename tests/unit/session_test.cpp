@@ -137,6 +137,21 @@ TEST_F(SessionTest, ClocksThatDisagreeMakeTheSpeedupUnreliable) {
   EXPECT_NE(r.speedup->standing_reason.find("clocks disagree"), std::string::npos);
 }
 
+// On a loaded machine the parent's clock holds a delay after every batch of either side: a gap the
+// baseline shows as well is not the candidate's doing, and an honest kernel keeps its standing.
+TEST_F(SessionTest, AParentDelayBothSidesShowLeavesTheStandingAlone) {
+  target_.clock.batch_overhead_s = 2e-3;  // 2 ms a batch: 10-20% of a short batch here
+  Result r = eval("correct-50");
+  ASSERT_EQ(r.status, Status::correct) << r.message;
+  ASSERT_TRUE(r.timing);
+  EXPECT_GT(r.timing->parent_over_worker, 1.05);  // the raw ratio alone would have flagged it
+  EXPECT_NE(r.speedup->standing, "unreliable") << r.speedup->standing_reason;
+  // A worker that misreports is still caught with the same delay on both sides.
+  Result lies = eval("clock-lies-100");
+  ASSERT_EQ(lies.status, Status::correct) << lies.message;
+  EXPECT_EQ(lies.speedup->standing, "unreliable");
+}
+
 TEST_F(SessionTest, FasterThanTheRooflineIsUntrusted) {
   // 128 useful FLOPs at 1 MFLOP/s is a 128 us floor: a 1 us kernel is impossible.
   options_.peak_flops_per_s = 1e6;
