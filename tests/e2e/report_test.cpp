@@ -54,7 +54,7 @@ TEST(EvalCommand, ResultCarriesItsRooflinePositionAndFormats) {
   const auto& roof = j.at("results").at(0).at("roofline");
   EXPECT_GT(roof.at("floor_ms").get<double>(), 0);
   EXPECT_EQ(roof.at("profile_id"), j.at("machine_profile").at("id"));
-  EXPECT_EQ(roof.at("bound"), "memory");  // RMSNorm: 0.5 FLOP/B
+  EXPECT_EQ(roof.at("bound"), "memory") << roof.dump(2) << "\n" << j.at("machine_profile").dump(2);  // RMSNorm: 0.5 FLOP/B
   fs::remove_all(dir);
 }
 
