@@ -237,6 +237,7 @@ std::vector<Outcome> Search::evaluate_sources(const std::vector<std::string>& so
                                               const std::string& parent, int iteration) {
   std::vector<Outcome> outcomes(sources.size());
   std::vector<size_t> to_measure;  // indexes into sources
+  std::vector<size_t> repeats;     // duplicates of a source measured in this same batch
   std::vector<std::string> keys(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
     if (sources[i].size() > o_.max_source_bytes) {
@@ -246,8 +247,9 @@ std::vector<Outcome> Search::evaluate_sources(const std::vector<std::string>& so
     }
     keys[i] = sha256_hex(normalize_source(sources[i]));
     if (!seen_.insert(keys[i]).second) {  // met before in this search's history
-      outcomes[i] = {&evaluated_.at(keys[i]), true};
       ++summary_.duplicates;
+      if (auto it = evaluated_.find(keys[i]); it != evaluated_.end()) outcomes[i] = {&it->second, true};
+      else repeats.push_back(i);  // an earlier source of this batch: known once the batch is measured
       continue;
     }
     if (auto it = evaluated_.find(keys[i]); it != evaluated_.end()) outcomes[i].candidate = &it->second;  // measured by an earlier run
@@ -297,6 +299,7 @@ std::vector<Outcome> Search::evaluate_sources(const std::vector<std::string>& so
   }
   if (fits > 0) save();
   if (fits < to_measure.size()) throw BudgetReached{};
+  for (size_t i : repeats) outcomes[i] = {&evaluated_.at(keys[i]), true};
   return outcomes;
 }
 

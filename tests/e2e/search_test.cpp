@@ -147,6 +147,19 @@ TEST(Search, AResumedSearchEndsWhereAnUninterruptedOneEndsAtEveryInterruptionPoi
   std::filesystem::remove_all(reference);
 }
 
+// Two implementations asked per plan (--impls 2): the scripted agent answers the same file twice in
+// one batch. The second is a duplicate of a candidate measured in that very batch, not an error (it
+// was an internal error, map::at, in a 12p search at the cpu size).
+TEST(Search, TheSameAnswerTwiceInOneBatchIsMeasuredOnce) {
+  auto out = scratch_dir("search-twice");
+  CliRun run = run_cli(search_args(scripted(), out, {"--impls", "2", "--iterations", "1", "--no-timing"}), 600);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json s = summary_of(out);
+  EXPECT_EQ(s["evaluated"], 5) << s.dump(2);  // the same five candidates as with one implementation per plan
+  EXPECT_GE(s["duplicates"].get<int>(), 3) << s.dump(2);
+  std::filesystem::remove_all(out);
+}
+
 TEST(Search, AnOversizedCandidateIsACountedFailure) {
   auto out = scratch_dir("search-oversized");
   CliRun run = run_cli(search_args(scripted(), out, {"--max-source-bytes", "64", "--iterations", "1"}), 300);
