@@ -21,6 +21,39 @@ float load(const void* base, size_t i, DType dtype) {
   return NAN;
 }
 
+float load_f32(const void* base, size_t i) { return static_cast<const float*>(base)[i]; }
+float load_i32(const void* base, size_t i) { return float(static_cast<const int32_t*>(base)[i]); }
+float load_bf16(const void* base, size_t i) {
+  uint32_t bits = uint32_t(static_cast<const uint16_t*>(base)[i]) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// The common case, every element within tolerance, in one pass without branches that the compiler
+// vectorises (the harness checks every timed call, so this runs on every output it ever sees: the
+// element-by-element pass took 12 ns an element, 45 ms per timed pair of 8p at the cpu size). Any
+// element outside tolerance or not finite makes it return false, and the exact pass below
+// describes the range. With every element within tolerance both passes compute the same maxima.
+template <float (*Load)(const void*, size_t)>
+__attribute__((optimize("tree-vectorize"))) bool all_within(const void* got, const void* expected, size_t n, const Tolerance& tol,
+                                                            Comparison* c) {
+  double max_abs = 0, max_rel = 0;
+  size_t outside = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double g = Load(got, i), e = Load(expected, i);
+    const double abs_err = std::fabs(g - e), magnitude = std::fabs(e);
+    outside += !(abs_err <= tol.atol + tol.rtol * magnitude);  // NaN compares false: outside
+    max_abs = abs_err > max_abs ? abs_err : max_abs;
+    const double rel = abs_err / (magnitude > 0 ? magnitude : 1.0);
+    max_rel = magnitude > 0 && rel > max_rel ? rel : max_rel;
+  }
+  if (outside) return false;
+  c->max_abs_err = max_abs;
+  c->max_rel_err = max_rel;
+  return true;
+}
+
 }  // namespace
 
 void Comparison::merge(const Comparison& o) {
@@ -39,6 +72,10 @@ void Comparison::merge(const Comparison& o) {
 Comparison compare_tensors(const void* got, const void* expected, size_t n, DType dtype, const Tolerance& tol) {
   Comparison c;
   c.elements = n;
+  const bool fast = dtype == DType::f32    ? all_within<load_f32>(got, expected, n, tol, &c)
+                    : dtype == DType::bf16 ? all_within<load_bf16>(got, expected, n, tol, &c)
+                                           : all_within<load_i32>(got, expected, n, tol, &c);
+  if (fast) return c;
   for (size_t i = 0; i < n; ++i) {
     double g = load(got, i, dtype), e = load(expected, i, dtype);
     bool ok;

@@ -202,6 +202,11 @@ void EvaluationSession::refill(int set) {
 
 void EvaluationSession::poison(BufferSet& outputs, int first, int calls) {
   for (int i = 0; i < calls; ++i) outputs.poison((first + i) % sets_);
+  // Both sides of a pair start with the batch's inputs and outputs in memory, none in cache.
+  for (int i = 0; i < calls; ++i) {
+    inputs_->evict((first + i) % sets_);
+    outputs.evict((first + i) % sets_);
+  }
 }
 
 BatchOutcome EvaluationSession::baseline_batch(int first, int calls, std::chrono::milliseconds limit) {

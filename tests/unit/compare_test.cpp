@@ -66,3 +66,41 @@ TEST(Compare, ChunksMergedAreTheWholeComparison) {
 
 }  // namespace
 }  // namespace opbench
+
+namespace opbench {
+namespace {
+
+// All within tolerance takes the branch-free pass; its maxima must be those of the exact pass, which
+// a single element outside tolerance at the end forces (its own error kept out of the maxima by
+// being NaN, which counts as a mismatch and not in max_abs_err).
+TEST(Compare, TheFastPassReportsTheExactPassesMaxima) {
+  const Tolerance tol{1e-2, 1e-2};
+  std::vector<float> expected{1.0f, -4.0f, 0.0f, -0.0f, 250.0f, 3.0f}, got{1.001f, -4.02f, 0.004f, -0.003f, 251.0f, 3.0f};
+  const Comparison fast = compare_tensors(got.data(), expected.data(), got.size(), DType::f32, tol);
+  ASSERT_TRUE(fast.passed());
+  got.push_back(NAN);
+  expected.push_back(1.0f);
+  const Comparison exact = compare_tensors(got.data(), expected.data(), got.size(), DType::f32, tol);
+  EXPECT_EQ(exact.mismatches, 1u);
+  EXPECT_DOUBLE_EQ(fast.max_abs_err, exact.max_abs_err);
+  EXPECT_DOUBLE_EQ(fast.max_rel_err, exact.max_rel_err);
+  EXPECT_NEAR(fast.max_abs_err, 1.0, 1e-9);         // 251 vs 250
+  EXPECT_NEAR(fast.max_rel_err, 0.02 / 4.0, 1e-6);  // -4.02 vs -4: zeros take no part in the relative error
+}
+
+TEST(Compare, TheFastPassHandsInfinitiesToTheExactPass) {
+  const Tolerance tol{1e-3, 1e-3};
+  const std::vector<float> both{INFINITY, -INFINITY, 1.0f};
+  const Comparison c = compare_tensors(both.data(), both.data(), 3, DType::f32, tol);
+  EXPECT_TRUE(c.passed());
+  EXPECT_EQ(c.non_finite, 0u);
+  const std::vector<int32_t> a{1, 2, 3}, b{1, 2, 4};
+  EXPECT_EQ(compare_tensors(a.data(), b.data(), 3, DType::i32, Tolerance{0, 0}).mismatches, 1u);
+  const std::vector<uint16_t> x{0x3F80, 0x4000}, y{0x3F80, 0x4040};  // bf16 1, 2 against 1, 3
+  const Comparison bf = compare_tensors(x.data(), y.data(), 2, DType::bf16, Tolerance{0.5, 0});
+  EXPECT_EQ(bf.mismatches, 1u);
+  EXPECT_EQ(bf.first_mismatch, 1);
+}
+
+}  // namespace
+}  // namespace opbench

@@ -3,6 +3,8 @@
 #include "core/hash.h"
 #include "core/poison.h"
 
+#include <cpuid.h>
+#include <immintrin.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -16,6 +18,22 @@ namespace {
 
 size_t page_size() { return size_t(sysconf(_SC_PAGESIZE)); }
 size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+constexpr size_t kCacheLine = 64;
+
+bool has_clflushopt() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23));
+}
+
+// clflushopt flushes lines in parallel; clflush (every x86-64) one after another.
+__attribute__((target("clflushopt"))) void flush_lines_opt(const std::byte* p, size_t n) {
+  for (size_t i = 0; i < n; i += kCacheLine) _mm_clflushopt(const_cast<std::byte*>(p + i));
+}
+
+void flush_lines(const std::byte* p, size_t n) {
+  for (size_t i = 0; i < n; i += kCacheLine) _mm_clflush(p + i);
+}
 
 }  // namespace
 
@@ -79,6 +97,19 @@ void SharedArena::read(int set, int tensor, void* host, size_t n) const {
 
 void SharedArena::poison(int set) {
   for (int t = 0; t < tensors(); ++t) fill_poison(at(set, t), bytes(t));
+}
+
+void SharedArena::evict(int set) {
+  static const bool opt = has_clflushopt();
+  for (int t = 0; t < tensors(); ++t) {
+    const std::byte* begin = at(set, t);
+    // From the line that holds the first byte to the one that holds the last.
+    const auto first = reinterpret_cast<uintptr_t>(begin) & ~uintptr_t(kCacheLine - 1);
+    const size_t n = reinterpret_cast<uintptr_t>(begin) + bytes(t) - first;
+    if (opt) flush_lines_opt(reinterpret_cast<const std::byte*>(first), n);
+    else flush_lines(reinterpret_cast<const std::byte*>(first), n);
+  }
+  _mm_sfence();  // the flushes are done before the batch's request goes out
 }
 
 uint64_t SharedArena::digest(int set) const {

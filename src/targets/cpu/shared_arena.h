@@ -28,6 +28,7 @@ class SharedArena final : public BufferSet {
   void poison(int set) override;
   uint64_t digest(int set) const override;
   bool canaries_intact(int set, std::string* damaged_tensor) const override;
+  void evict(int set) override;
 
   // What a worker needs to map the arena and find its tensors.
   int fd() const { return fd_; }
