@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "workload/inputs.h"
 
 namespace opbench {
@@ -159,6 +160,33 @@ TEST(Inputs, MetadataGeneratorsKeepTheirPromises) {
   }
   EXPECT_GT(kv[size_t(num_seqs)], 0) << "the inactive slot has a real length";
   EXPECT_EQ(cu[16], 200);
+}
+
+}  // namespace opbench
+
+namespace opbench {
+
+// The normal generator's float polynomials against libm's double Box-Muller on the same uniforms:
+// element 2k is sqrt(-2 ln u) cos(2 pi v) and 2k+1 the sine, u and v the pair's two uniforms.
+TEST(Inputs, NormalsAreBoxMullerToFloatAccuracy) {
+  TensorInstance t;
+  t.name = "t";
+  t.shape = {200001};  // odd: the last element is the cosine half of a pair of its own
+  t.init.dist = "normal";
+  t.init.params = {{"mean", 0.0}, {"std", 1.0}};
+  std::vector<float> v(t.numel());
+  const uint64_t set_seed = 99;
+  fill_input(v.data(), t, set_seed, 0, 2);
+  const uint64_t seed = derive_seed(set_seed, 1);  // tensor index 0
+  double worst = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint64_t pair = i / 2;
+    const double radius = std::sqrt(-2.0 * std::log(double(float(uniform_open01(seed, 2 * pair)))));
+    const double angle = 6.283185307179586 * double(float(uniform_open01(seed, 2 * pair + 1)));
+    const double expected = radius * (i % 2 ? std::sin(angle) : std::cos(angle));
+    worst = std::max(worst, std::fabs(double(v[i]) - expected) / std::max(1.0, std::fabs(expected)));
+  }
+  EXPECT_LT(worst, 2e-6);
 }
 
 }  // namespace opbench
