@@ -261,15 +261,28 @@ std::string EvaluationSession::verify_set(int set) {
     // Compared a chunk at a time: no whole host copy of either side.
     constexpr size_t kChunkElements = size_t(4) << 20;
     const size_t elem = dtype_size(tensor.dtype), n = tensor.numel();
-    scratch_.resize(std::min(n, kChunkElements) * elem);
-    expected_chunk_.resize(scratch_.size());
+    const size_t chunks = (n + kChunkElements - 1) / kChunkElements;
+    // Several chunks are compared by the evaluation's threads (both workers are frozen meanwhile);
+    // the pieces are merged in order, so the first mismatch is the tensor's first.
+    std::vector<Comparison> parts(chunks);
+    auto compare_chunks = [&](size_t from, size_t step, std::vector<std::byte>& got, std::vector<std::byte>& want) {
+      got.resize(std::min(n, kChunkElements) * elem);
+      want.resize(got.size());
+      for (size_t k = from; k < chunks; k += step) {
+        const size_t b = k * kChunkElements, e = std::min(n, b + kChunkElements);
+        candidate_out_->read_part(set, t, b * elem, got.data(), (e - b) * elem);
+        expected.read_part(set, t, b * elem, want.data(), (e - b) * elem);
+        parts[k] = compare_tensors(got.data(), want.data(), e - b, tensor.dtype, w_->tolerance);
+      }
+    };
+    const size_t helpers = std::min<size_t>(chunks, size_t(std::max(1, threads_))) - (chunks > 0 ? 1 : 0);
+    std::vector<std::vector<std::byte>> buffers(2 * helpers);
+    std::vector<std::thread> pool;
+    for (size_t h = 0; h < helpers; ++h) pool.emplace_back(compare_chunks, h + 1, helpers + 1, std::ref(buffers[2 * h]), std::ref(buffers[2 * h + 1]));
+    compare_chunks(0, helpers + 1, scratch_, expected_chunk_);
+    for (auto& th : pool) th.join();
     Comparison c;
-    for (size_t b = 0; b < n; b += kChunkElements) {
-      const size_t e = std::min(n, b + kChunkElements);
-      candidate_out_->read_part(set, t, b * elem, scratch_.data(), (e - b) * elem);
-      expected.read_part(set, t, b * elem, expected_chunk_.data(), (e - b) * elem);
-      c.merge(compare_tensors(scratch_.data(), expected_chunk_.data(), e - b, tensor.dtype, w_->tolerance));
-    }
+    for (const Comparison& part : parts) c.merge(part);
     info.elements_checked += c.elements;
     info.mismatches += c.mismatches;
     info.non_finite += c.non_finite;

@@ -225,7 +225,12 @@ std::string speedup_bars_svg(const std::vector<Result>& results) {
   for (const auto& r : results)
     if (r.speedup && r.speedup->vs_baseline > 0) rs.push_back(&r);
   if (rs.empty()) return "<p class=\"note\">No speedups measured.</p>";
-  const double W = 760, L = 190, R = 60, row = 22, T = 10;
+  // The label column as wide as the longest "workload impl" label (about 6.5 px a character at the
+  // tick font), so that long names such as 7p_Ragged_Paged_Attention are not cut at the left edge.
+  size_t longest = 0;
+  for (auto* r : rs) longest = std::max(longest, r->workload.size() + 1 + r->impl.kind.size());
+  const double L = std::clamp(16 + 6.5 * double(longest), 120.0, 420.0), R = 60, row = 22, T = 10;
+  const double W = L + 570;
   const double H = T + row * double(rs.size()) + 40;
   double lo = 1, hi = 1;
   for (auto* r : rs) {
