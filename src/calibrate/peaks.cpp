@@ -100,7 +100,7 @@ __attribute__((target("avx2"))) float read_sum(const float* a, int64_t lo, int64
 
 // The cache rows at x86-64-v4 read with 64-byte loads, as a kernel built at that level does: with
 // 32-byte loads the L1 row is the core's load-port limit for ymm (209 against 323 GB/s with zmm on
-// this session's Xeon, tools/peaks).
+// the Xeon of docs/measurements/2026-12-02-timing-protocol.md, tools/peaks).
 __attribute__((target("avx512f"))) float read_sum512(const float* a, int64_t lo, int64_t hi) {
   // Eight independent sums (two loads a cycle at the add's 4-cycle latency), 128 floats a step.
   __m512 s[8];
@@ -111,9 +111,9 @@ __attribute__((target("avx512f"))) float read_sum512(const float* a, int64_t lo,
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) s[k] = _mm512_add_ps(s[k], _mm512_load_ps(a + i + 16 * k));
   }
-  // The last 64 floats, if any, into a sum of their own: every loop over s[] is unrolled, or s[] stays
-  // in memory, and the spills and reloads around every call cost 15% of the
-  // L1 figure (a 24 KiB pass is only ~200 cycles).
+  // The last 64 floats, if any, into a sum of their own. Every loop over s[] is unrolled, or s[] stays
+  // in memory, and the spills and reloads around every call cost ~15% of the L1 figure (a 24 KiB
+  // pass is only ~200 cycles).
   __m512 rest = _mm512_setzero_ps();
   for (; i < hi; i += 16) rest = _mm512_add_ps(rest, _mm512_load_ps(a + i));
 #pragma GCC unroll 8

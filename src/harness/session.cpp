@@ -12,6 +12,7 @@
 #include "core/files.h"
 #include "core/hash.h"
 #include "core/machine.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 #include "core/utf8.h"
 
@@ -202,7 +203,9 @@ void EvaluationSession::refill(int set) {
 
 void EvaluationSession::poison(BufferSet& outputs, int first, int calls) {
   for (int i = 0; i < calls; ++i) outputs.poison((first + i) % sets_);
-  // Both sides of a pair start with the batch's inputs and outputs in memory, none in cache.
+}
+
+void EvaluationSession::evict(BufferSet& outputs, int first, int calls) {
   for (int i = 0; i < calls; ++i) {
     inputs_->evict((first + i) % sets_);
     outputs.evict((first + i) % sets_);
@@ -211,6 +214,7 @@ void EvaluationSession::poison(BufferSet& outputs, int first, int calls) {
 
 BatchOutcome EvaluationSession::baseline_batch(int first, int calls, std::chrono::milliseconds limit) {
   poison(*baseline_out_, first, calls);
+  evict(*baseline_out_, first, calls);
   BatchOutcome b = baseline_->prepare(first, calls);
   if (b.ok()) b = baseline_->run(first, calls, limit);
   if (!b.ok()) throw std::runtime_error("the baseline failed: " + b.detail);
@@ -221,6 +225,7 @@ BatchOutcome EvaluationSession::baseline_batch(int first, int calls, std::chrono
 
 std::optional<BatchOutcome> EvaluationSession::candidate_batch(int first, int calls, std::chrono::milliseconds limit) {
   poison(*candidate_out_, first, calls);
+  evict(*candidate_out_, first, calls);
   BatchOutcome b = kernel_->prepare(first, calls);
   if (b.ok()) b = kernel_->run(first, calls, limit);
   if (!b.ok()) {
@@ -265,22 +270,20 @@ std::string EvaluationSession::verify_set(int set) {
     // Several chunks are compared by the evaluation's threads (both workers are frozen meanwhile);
     // the pieces are merged in order, so the first mismatch is the tensor's first.
     std::vector<Comparison> parts(chunks);
-    auto compare_chunks = [&](size_t from, size_t step, std::vector<std::byte>& got, std::vector<std::byte>& want) {
-      got.resize(std::min(n, kChunkElements) * elem);
-      want.resize(got.size());
-      for (size_t k = from; k < chunks; k += step) {
-        const size_t b = k * kChunkElements, e = std::min(n, b + kChunkElements);
-        candidate_out_->read_part(set, t, b * elem, got.data(), (e - b) * elem);
-        expected.read_part(set, t, b * elem, want.data(), (e - b) * elem);
-        parts[k] = compare_tensors(got.data(), want.data(), e - b, tensor.dtype, w_->tolerance);
-      }
-    };
-    const size_t helpers = std::min<size_t>(chunks, size_t(std::max(1, threads_))) - (chunks > 0 ? 1 : 0);
-    std::vector<std::vector<std::byte>> buffers(2 * helpers);
-    std::vector<std::thread> pool;
-    for (size_t h = 0; h < helpers; ++h) pool.emplace_back(compare_chunks, h + 1, helpers + 1, std::ref(buffers[2 * h]), std::ref(buffers[2 * h + 1]));
-    compare_chunks(0, helpers + 1, scratch_, expected_chunk_);
-    for (auto& th : pool) th.join();
+    const int workers = int(std::min<size_t>(chunks, size_t(std::max(1, threads_))));
+    std::vector<std::vector<std::byte>> got(size_t(std::max(workers, 1))), want(got.size());
+    got[0].swap(scratch_);  // worker 0 reuses the session's buffers across calls
+    want[0].swap(expected_chunk_);
+    parallel_for(chunks, workers, [&](size_t k, size_t w) {
+      const size_t b = k * kChunkElements, e = std::min(n, b + kChunkElements);
+      got[w].resize(std::min(n, kChunkElements) * elem);
+      want[w].resize(got[w].size());
+      candidate_out_->read_part(set, t, b * elem, got[w].data(), (e - b) * elem);
+      expected.read_part(set, t, b * elem, want[w].data(), (e - b) * elem);
+      parts[k] = compare_tensors(got[w].data(), want[w].data(), e - b, tensor.dtype, w_->tolerance);
+    });
+    got[0].swap(scratch_);
+    want[0].swap(expected_chunk_);
     Comparison c;
     for (const Comparison& part : parts) c.merge(part);
     info.elements_checked += c.elements;

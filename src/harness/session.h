@@ -70,6 +70,8 @@ class EvaluationSession {
   double seconds_left() const;  // until the evaluation's deadline; +inf without one
   void refill(int set);
   void poison(BufferSet& outputs, int first, int calls);
+  // Both sides of a pair start with the batch's inputs and outputs in memory, none in cache.
+  void evict(BufferSet& outputs, int first, int calls);
   BatchOutcome baseline_batch(int first, int calls, std::chrono::milliseconds limit);  // throws on failure
   // Runs a candidate batch; on failure finishes the result and returns nothing.
   std::optional<BatchOutcome> candidate_batch(int first, int calls, std::chrono::milliseconds limit);

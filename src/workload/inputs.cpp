@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 #include "workload/generators.h"
 
@@ -152,8 +152,7 @@ void row_scaled_normal(const ResolvedInit& p, const TensorInstance& t, uint64_t 
   for (size_t d = size_t(row_dims); d < t.shape.size(); ++d) row_len *= uint64_t(t.shape[d]);
   const double lo = std::log(p.param("scale_low", 1e-2)), hi = std::log(p.param("scale_high", 1e2));
   fill_normals(seed, begin, end, out);
-  // A row at a time: one division for the range, not one per element (a 64-bit division per
-  // element was most of the refill of 12p's 512 MiB input at the cpu size).
+  // A row at a time: one division for the range, not a 64-bit division per element.
   if (begin >= end || row_len == 0) return;
   const uint64_t row_seed = derive_seed(seed, 0x524F57);
   for (uint64_t row = begin / row_len, i = begin; i < end; ++row) {
@@ -290,16 +289,8 @@ void fill_input_range(void* data, const TensorInstance& tensor, uint64_t set_see
       store(data, b, chunk.data(), e - b, tensor.dtype);
     }
   };
-  // Plain threads, not OpenMP: an OpenMP pool in the parent would keep spinning on a core that the
-  // worker process needs while it is being timed.
   const int t = std::max(1, std::min<int>(threads, int(n / 65536) + 1));
-  if (t == 1) {
-    work(0, n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (int k = 0; k < t; ++k) pool.emplace_back(work, n * uint64_t(k) / uint64_t(t), n * uint64_t(k + 1) / uint64_t(t));
-  for (auto& th : pool) th.join();
+  parallel_for(size_t(t), t, [&](size_t k, size_t) { work(n * uint64_t(k) / uint64_t(t), n * uint64_t(k + 1) / uint64_t(t)); });
 }
 
 }  // namespace opbench

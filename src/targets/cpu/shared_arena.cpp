@@ -1,6 +1,7 @@
 #include "targets/cpu/shared_arena.h"
 
 #include "core/hash.h"
+#include "core/parallel.h"
 #include "core/poison.h"
 
 #include <cpuid.h>
@@ -13,7 +14,6 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -27,8 +27,8 @@ size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 constexpr size_t kCacheLine = 64;
 
 // Tensors above one chunk are poisoned, hashed and evicted by several threads, a chunk at a time:
-// both workers are frozen while the parent does this, so their cores are idle, and at 12p's cpu size
-// (512 MiB in, 512 MiB out) a single thread spent most of each timed pair's wall time here.
+// both workers are frozen while the parent does this, so their cores are idle (at 12p's cpu size,
+// 512 MiB in and 512 MiB out, hashing, copying and comparing were most of the parent's samples in perf).
 constexpr size_t kChunkBytes = size_t(8) << 20;
 
 int parent_threads() {
@@ -45,18 +45,7 @@ int parent_threads() {
 template <class Fn>
 void for_each_chunk(size_t bytes, Fn fn) {
   const size_t chunks = (bytes + kChunkBytes - 1) / kChunkBytes;
-  auto piece = [&](size_t c) { fn(c, c * kChunkBytes, std::min(kChunkBytes, bytes - c * kChunkBytes)); };
-  const int threads = int(std::min<size_t>(chunks, size_t(parent_threads())));
-  if (threads <= 1) {
-    for (size_t c = 0; c < chunks; ++c) piece(c);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (size_t c = size_t(t); c < chunks; c += size_t(threads)) piece(c);
-    });
-  for (auto& th : pool) th.join();
+  parallel_for(chunks, parent_threads(), [&](size_t c, size_t) { fn(c, c * kChunkBytes, std::min(kChunkBytes, bytes - c * kChunkBytes)); });
 }
 
 bool has_clflushopt() {
