@@ -131,10 +131,17 @@ class KernelRunner {
   virtual ~KernelRunner() = default;
   virtual RunnerCapabilities capabilities() const = 0;
   // Kept for the harness's call sites and does nothing on the cpu target: no request may run kernel
-  // code outside a window the parent times, so run() makes the batch's tensors the only ones the
-  // kernel can touch inside its own timed request (both sides pay that small cost).
+  // code outside a window the parent times, so run() exposes the batch's sets inside its own timed
+  // request (until expose_all_sets()).
   virtual BatchOutcome prepare(int first_set, int calls) = 0;
   virtual BatchOutcome run(int first_set, int calls, std::chrono::milliseconds timeout) = 0;
+  // Ends the hiding of other sets for the rest of the evaluation, in one request the parent times.
+  // Before it (correctness trials) a cpu batch's run() makes only its own sets accessible, so a kernel
+  // that reads another set by mistake faults with the set named. The timed pairs cannot afford that:
+  // re-protecting the sets a batch switches costs the worker about 28 us per MiB inside the timed
+  // window (30 ms a batch at 6p's cpu size, 2.5 ms at 8p's), and a hostile kernel can re-open them
+  // itself anyway; fresh content before every pair is what makes reading ahead worthless there.
+  virtual BatchOutcome expose_all_sets() { return {}; }
   // CPU seconds the worker used since it sent its last reply (while it should have been idle), or -1
   // when that cannot be measured. A kernel that leaves work running after ob_run returns shows here.
   virtual double cpu_seconds_since_reply() = 0;

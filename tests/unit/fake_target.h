@@ -64,7 +64,7 @@ class FakeBuffers final : public BufferSet {
 
 // What a fake kernel does, from the stem of its source file name: "<behaviour>[-<microseconds>]",
 // e.g. "correct-100", "slow-300", "wrong", "crash", "hang", "noisy-100", "cache-100", "overrun",
-// "modify-inputs", "clock-lies-100".
+// "modify-inputs", "clock-lies-100", "expose-crash-100" (dies when asked to expose every set).
 struct Behaviour {
   std::string kind = "correct";
   double call_s = 100e-6;
@@ -92,10 +92,22 @@ struct VirtualClock {
 // y = 2x + 1 on the single input and output of the fake workload.
 class FakeRunner final : public KernelRunner {
  public:
-  FakeRunner(Behaviour b, FakeBuffers& in, FakeBuffers& out, VirtualClock& clock) : b_(b), in_(in), out_(out), clock_(clock), noise_(7) {}
+  FakeRunner(Behaviour b, std::string name, FakeBuffers& in, FakeBuffers& out, VirtualClock& clock, std::vector<std::string>& events)
+      : b_(b), name_(std::move(name)), in_(in), out_(out), clock_(clock), events_(events), noise_(7) {}
   RunnerCapabilities capabilities() const override { return {}; }
   BatchOutcome prepare(int, int) override { return {}; }
+  BatchOutcome expose_all_sets() override {
+    events_.push_back(name_ + ":expose");
+    BatchOutcome o;
+    if (b_.kind == "expose-crash") {
+      o.kind = BatchOutcome::Kind::crashed;
+      o.signal = 11;
+      o.detail = "the kernel crashed (signal 11) while the sets were exposed";
+    }
+    return o;
+  }
   BatchOutcome run(int first, int calls, std::chrono::milliseconds) override {
+    events_.push_back(name_ + ":run");
     BatchOutcome o;
     if (b_.kind == "crash") {
       o.kind = BatchOutcome::Kind::crashed;
@@ -141,9 +153,11 @@ class FakeRunner final : public KernelRunner {
 
  private:
   Behaviour b_;
+  std::string name_;
   FakeBuffers& in_;
   FakeBuffers& out_;
   VirtualClock& clock_;
+  std::vector<std::string>& events_;
   std::mt19937_64 noise_;
   std::set<uint64_t> seen_;
   long calls_ = 0;
@@ -152,6 +166,7 @@ class FakeRunner final : public KernelRunner {
 class FakeTarget final : public Target {
  public:
   VirtualClock clock;
+  std::vector<std::string> events;  // "<kernel stem>:run" per batch, "<kernel stem>:expose", in order
   std::string name() const override { return "fake"; }
   DType float_dtype() const override { return DType::f32; }
   BuildOutcome build(const BuildRequest& request) override {
@@ -170,8 +185,8 @@ class FakeTarget final : public Target {
   }
   LaunchOutcome launch(const BuildOutcome& kernel, BufferSet& inputs, BufferSet& outputs, const LaunchOptions&) override {
     LaunchOutcome o;
-    o.runner = std::make_unique<FakeRunner>(Behaviour::from(kernel.artifact), static_cast<FakeBuffers&>(inputs),
-                                            static_cast<FakeBuffers&>(outputs), clock);
+    o.runner = std::make_unique<FakeRunner>(Behaviour::from(kernel.artifact), kernel.artifact.stem().string(),
+                                            static_cast<FakeBuffers&>(inputs), static_cast<FakeBuffers&>(outputs), clock, events);
     return o;
   }
 };

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -92,6 +93,7 @@ TEST_F(SessionTest, EveryFailureEndsAsAStatus) {
       {"hang", Status::timeout, "timeout"},
       {"compile-error", Status::compile_error, "did not compile"},
       {"rejected", Status::rejected, "dlopen"},
+      {"expose-crash", Status::runtime_error, "while the sets were exposed"},
   };
   for (const Case& c : cases) {
     Result r = eval(c.kernel);
@@ -187,6 +189,29 @@ TEST_F(SessionTest, NoTimingStopsAfterTheTrials) {
   EXPECT_EQ(r.status, Status::correct);
   EXPECT_FALSE(r.timing);
   EXPECT_EQ(r.correctness.passed, 3);
+}
+
+// The trials run with each batch's own sets exposed (a stray read of another set faults there); both
+// sides then expose every set once, before their first timed batch, so no timed batch pays for
+// re-hiding sets; and without timing nothing is exposed.
+TEST_F(SessionTest, EverySetIsExposedOnceBetweenTheTrialsAndTheTimedPairs) {
+  Result r = eval("correct-50");
+  ASSERT_EQ(r.status, Status::correct) << r.message;
+  for (const std::string side : {"correct-50", "baseline"}) {
+    const auto& e = target_.events;
+    const auto expose = std::find(e.begin(), e.end(), side + ":expose");
+    ASSERT_NE(expose, e.end()) << side;
+    EXPECT_EQ(std::count(e.begin(), e.end(), side + ":expose"), 1) << side;
+    EXPECT_GT(std::count(expose, e.end(), side + ":run"), 0) << side << ": no timed batch after the exposure";
+  }
+  const auto& e = target_.events;
+  const auto first_expose = std::find_if(e.begin(), e.end(), [](const std::string& x) { return x.ends_with(":expose"); });
+  EXPECT_EQ(std::count(e.begin(), first_expose, std::string("correct-50:run")), options_.trials) << "only the trials run before it";
+
+  target_.events.clear();
+  options_.time = false;
+  ASSERT_EQ(eval("correct-100").status, Status::correct);
+  EXPECT_EQ(std::count_if(target_.events.begin(), target_.events.end(), [](const std::string& x) { return x.ends_with(":expose"); }), 0);
 }
 
 TEST(StoppingRule, WaitsForTheMinimumThenStopsOnPrecisionOrTheCap) {

