@@ -96,25 +96,22 @@ class FakeRunner final : public KernelRunner {
       : b_(b), name_(std::move(name)), in_(in), out_(out), clock_(clock), events_(events), noise_(7) {}
   RunnerCapabilities capabilities() const override { return {}; }
   BatchOutcome prepare(int, int) override { return {}; }
+  static BatchOutcome crashed(const std::string& detail) {
+    BatchOutcome o;
+    o.kind = BatchOutcome::Kind::crashed;
+    o.signal = 11;
+    o.detail = detail;
+    return o;
+  }
   BatchOutcome expose_all_sets() override {
     events_.push_back(name_ + ":expose");
-    BatchOutcome o;
-    if (b_.kind == "expose-crash") {
-      o.kind = BatchOutcome::Kind::crashed;
-      o.signal = 11;
-      o.detail = "the kernel crashed (signal 11) while the sets were exposed";
-    }
-    return o;
+    if (b_.kind == "expose-crash") return crashed("the kernel crashed (signal 11) while the sets were exposed");
+    return {};
   }
   BatchOutcome run(int first, int calls, std::chrono::milliseconds) override {
     events_.push_back(name_ + ":run");
     BatchOutcome o;
-    if (b_.kind == "crash") {
-      o.kind = BatchOutcome::Kind::crashed;
-      o.signal = 11;
-      o.detail = "the kernel crashed (signal 11)";
-      return o;
-    }
+    if (b_.kind == "crash") return crashed("the kernel crashed (signal 11)");
     if (b_.kind == "hang") {
       o.kind = BatchOutcome::Kind::timed_out;
       o.detail = "a call took longer than the timeout";
