@@ -139,7 +139,7 @@ class KernelRunner {
   // Before it (correctness trials) a cpu batch's run() makes only its own sets accessible, so a kernel
   // that reads another set by mistake faults with the set named. The timed pairs cannot afford that:
   // re-protecting the sets a batch switches costs the worker about 28 us per MiB inside the timed
-  // window (30 ms a batch at 6p's cpu size, 2.5 ms at 8p's), and a hostile kernel can re-open them
+  // window (about 30 ms a batch at 6p's cpu size), and a hostile kernel can re-open them
   // itself anyway; fresh content before every pair is what makes reading ahead worthless there.
   virtual BatchOutcome expose_all_sets() { return {}; }
   // CPU seconds the worker used since it sent its last reply (while it should have been idle), or -1
