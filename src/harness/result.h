@@ -58,7 +58,7 @@ struct IntegrityInfo {
   size_t calls_verified = 0;          // candidate calls whose outputs were checked (trials, timed, fresh)
   size_t batches_watched = 0;         // batches after which the idle worker's CPU clock was watched
   double max_idle_cpu_ms = -1;        // most CPU the candidate's worker used in a watch window
-  double fresh_over_repeat = 0;       // candidate: per-call time on never-seen inputs / on seen inputs (median of rounds)
+  double fresh_over_repeat = 0;       // candidate: per-call time on never-seen inputs / on seen inputs (fastest round of each)
   double baseline_fresh_over_repeat = 0;  // the same for the baseline
   std::string fresh_check;            // passed, failed, inconclusive: why, skipped: why
   size_t input_sets = 0;              // sets rotated through; every timed pair refills its sets

@@ -39,11 +39,13 @@ constexpr double kIdleQuietLimitS = 0.001;
 constexpr double kWatchShare = 0.25;
 
 // The fresh-input cross-check: a candidate this much slower per call on never-seen inputs than on
-// inputs it has seen, relative to the baseline's ratio in the same round, in the median of the
-// rounds, is reusing work across calls. Caching kernels show 5-40x; honest ones measured up to
-// 1.6x on a busy machine. Parts shorter than kFreshMinPartS are dominated by timer and scheduling
-// noise (an honest A/A at the test size once read 6.8x there), so the check is inconclusive then;
-// the timed pairs never reuse inputs anyway, so a cache cannot gain there.
+// inputs it has seen (the fastest of the rounds for each, on the worker's CPU clock where the target
+// has one), relative to the baseline's ratio, is reusing work across calls; over the limit, as many
+// rounds again decide. Caching kernels show 5-40x; honest ones measured up to 1.6x on a busy machine
+// by the median of the rounds' wall-clock ratios, which also once failed an honest reference in CI
+// (a build beside it). Parts shorter than kFreshMinPartS are dominated by timer and scheduling noise
+// (an honest A/A at the test size once read 6.8x there), so the check is inconclusive then; the
+// timed pairs never reuse inputs anyway, so a cache cannot gain there.
 constexpr double kFreshSlowdownLimit = 2.0;
 constexpr int kFreshRounds = 5;
 constexpr double kFreshMinPartS = 0.002;
@@ -552,45 +554,73 @@ bool EvaluationSession::fresh_inputs() {
   for (int s = fresh; s < sets_; ++s) expected_.capture(*baseline_out_, s);
   if (!candidate_batch(fresh, seen, long_limit())) return false;
   if (!verify_candidate(fresh, seen, "a call on seen inputs", false)) return false;
-  std::vector<double> cand_ratios, base_ratios;
+  // Each part's time is the worker's CPU time where the runner measures it from outside: a kernel
+  // that reuses work uses less CPU on what it has seen, while a loaded machine only adds time spent
+  // waiting for a core, which the wall clock counts and the CPU clock does not. Device timers (and
+  // runners without a CPU clock) use the batch's time of record.
+  auto part_seconds = [](KernelRunner& runner, const BatchOutcome& b, double cpu_before) {
+    const RunnerCapabilities caps = runner.capabilities();
+    if (caps.cpu_time_accounting && !caps.device_timer && cpu_before >= 0) {
+      const double cpu_after = runner.cpu_seconds_total();
+      if (cpu_after >= cpu_before) return cpu_after - cpu_before;
+    }
+    return b.record_seconds();
+  };
+  // Per-call times, one per round: [side][part], side 0 the candidate, part 0 seen inputs.
+  std::vector<double> times[2][2];
   double shortest_part = INFINITY;
-  for (int round = 0; round < kFreshRounds; ++round) {
+  auto one_round = [&]() -> bool {
     for (int s = 0; s < fresh; ++s) refill(s);
-    const double base_seen = baseline_batch(fresh, seen, long_limit()).record_seconds() / seen;
+    double cpu = baseline_->cpu_seconds_total();
+    const BatchOutcome bs = baseline_batch(fresh, seen, long_limit());
+    times[1][0].push_back(part_seconds(*baseline_, bs, cpu) / seen);
     for (int s = fresh; s < sets_; ++s) expected_.capture(*baseline_out_, s);
-    const double base_new = baseline_batch(0, fresh, long_limit()).record_seconds() / fresh;
+    cpu = baseline_->cpu_seconds_total();
+    const BatchOutcome bn = baseline_batch(0, fresh, long_limit());
+    times[1][1].push_back(part_seconds(*baseline_, bn, cpu) / fresh);
     for (int s = 0; s < fresh; ++s) expected_.capture(*baseline_out_, s);
-    double cand_time[2];
     const int firsts[2] = {fresh, 0}, counts[2] = {seen, fresh};
     for (int part = 0; part < 2; ++part) {
+      cpu = kernel_->cpu_seconds_total();
       auto b = candidate_batch(firsts[part], counts[part], long_limit());
       if (!b) return false;
       if (!verify_candidate(firsts[part], counts[part], part == 0 ? "a call on seen inputs" : "a call on never-seen inputs", true))
         return false;
-      cand_time[part] = b->record_seconds() / counts[part];
+      times[0][part].push_back(part_seconds(*kernel_, *b, cpu) / counts[part]);
       shortest_part = std::min(shortest_part, b->record_seconds());
     }
-    cand_ratios.push_back(cand_time[1] / cand_time[0]);
-    base_ratios.push_back(base_new / base_seen);
-  }
-  r_.integrity.fresh_over_repeat = summarize(cand_ratios).median;
-  r_.integrity.baseline_fresh_over_repeat = summarize(base_ratios).median;
-  // Each round's ratio is taken relative to the baseline's in the same round, and the median of
-  // those decides: one disturbed round does not.
-  std::vector<double> relative;
-  for (size_t i = 0; i < cand_ratios.size(); ++i) relative.push_back(cand_ratios[i] / std::max(1.0, base_ratios[i]));
-  const double median_relative = summarize(relative).median;
+    return true;
+  };
+  // The fastest of the rounds stands for each part: load only ever slows a part down, and a kernel
+  // that reuses work is fast on seen inputs and slow on new ones in every round. The candidate's
+  // ratio is taken relative to the baseline's (when that is above 1), so that what the machine does
+  // to both (the refilled half's pages, its cache lines) is not counted against the candidate.
+  auto fastest = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
+  auto candidate_ratio = [&] { return fastest(times[0][1]) / fastest(times[0][0]); };
+  auto baseline_ratio = [&] { return fastest(times[1][1]) / fastest(times[1][0]); };
+  auto relative = [&] { return candidate_ratio() / std::max(1.0, baseline_ratio()); };
+  int rounds = 0;
+  for (; rounds < kFreshRounds; ++rounds)
+    if (!one_round()) return false;
+  // Over the limit: as many rounds again before the verdict, so that one unlucky stretch of a busy
+  // machine cannot call an honest kernel a cheat; a caching kernel stays over it.
+  if (relative() > kFreshSlowdownLimit && seconds_left() > 2 * (baseline_call_s_ + candidate_call_s_) * sets_ * kFreshRounds)
+    for (; rounds < 2 * kFreshRounds; ++rounds)
+      if (!one_round()) return false;
+  r_.integrity.fresh_over_repeat = candidate_ratio();
+  r_.integrity.baseline_fresh_over_repeat = baseline_ratio();
+  const double relative_ratio = relative();
   if (shortest_part < kFreshMinPartS) {
     r_.integrity.fresh_check = fmt::format("inconclusive: parts of {:.3f} ms are below the {:.0f} ms the timer needs", shortest_part * 1e3,
                                            kFreshMinPartS * 1e3);
     return true;
   }
-  if (median_relative > kFreshSlowdownLimit) {
+  if (relative_ratio > kFreshSlowdownLimit) {
     r_.integrity.fresh_check = "failed";
     return finish(Status::untrusted,
-                  fmt::format("on never-seen inputs the kernel took {:.2f}x its time per call on inputs it had seen (median of {} "
-                              "rounds; the baseline {:.2f}x; over {:.0f}x relative to it): it reuses work across calls",
-                              r_.integrity.fresh_over_repeat, cand_ratios.size(), r_.integrity.baseline_fresh_over_repeat,
+                  fmt::format("on never-seen inputs the kernel took {:.2f}x its time per call on inputs it had seen (the fastest "
+                              "of {} rounds each; the baseline {:.2f}x; over {:.0f}x relative to it): it reuses work across calls",
+                              r_.integrity.fresh_over_repeat, rounds, r_.integrity.baseline_fresh_over_repeat,
                               kFreshSlowdownLimit));
   }
   r_.integrity.fresh_check = "passed";

@@ -64,7 +64,10 @@ class FakeBuffers final : public BufferSet {
 
 // What a fake kernel does, from the stem of its source file name: "<behaviour>[-<microseconds>]",
 // e.g. "correct-100", "slow-300", "wrong", "crash", "hang", "noisy-100", "cache-100", "overrun",
-// "modify-inputs", "clock-lies-100", "expose-crash-100" (dies when asked to expose every set).
+// "modify-inputs", "clock-lies-100", "expose-crash-100" (dies when asked to expose every set),
+// "stalled-100" (honest, on a machine that holds up every batch with content it has not run before:
+// 3x the calls' time more on the parent's clock, none on the CPU clock), "jolted-100" (the same
+// stalls, at random on 60% of those batches).
 struct Behaviour {
   std::string kind = "correct";
   double call_s = 100e-6;
@@ -87,6 +90,8 @@ struct VirtualClock {
   // A loaded machine: the parent wakes this late after every batch, whichever side ran it (its clock
   // sees it, the worker's does not).
   double batch_overhead_s = 0;
+  // The runners measure the worker's CPU time from outside (cpu_seconds_total), as the cpu target's do.
+  bool cpu_clock = false;
 };
 
 // y = 2x + 1 on the single input and output of the fake workload.
@@ -94,7 +99,12 @@ class FakeRunner final : public KernelRunner {
  public:
   FakeRunner(Behaviour b, std::string name, FakeBuffers& in, FakeBuffers& out, VirtualClock& clock, std::vector<std::string>& events)
       : b_(b), name_(std::move(name)), in_(in), out_(out), clock_(clock), events_(events), noise_(7) {}
-  RunnerCapabilities capabilities() const override { return {}; }
+  RunnerCapabilities capabilities() const override {
+    RunnerCapabilities c;
+    c.cpu_time_accounting = clock_.cpu_clock;
+    return c;
+  }
+  double cpu_seconds_total() override { return clock_.cpu_clock ? cpu_s_ : -1; }
   BatchOutcome prepare(int, int) override { return {}; }
   static BatchOutcome crashed(const std::string& detail) {
     BatchOutcome o;
@@ -118,27 +128,35 @@ class FakeRunner final : public KernelRunner {
       return o;
     }
     double seconds = 0;
+    bool unseen = false;
     for (int i = 0; i < calls; ++i) {
       const int s = (first + i) % in_.sets();
       const size_t n = in_.bytes(0) / 4;
       const float* x = in_.floats(s, 0);
       float* y = out_.floats(s, 0);
       const uint64_t content = in_.digest(s);
+      unseen |= !seen_.count(content);
       double call = b_.call_s;
       if (b_.kind == "cache") {
         // Remembers what it has seen: ten times faster on inputs it has run before.
         if (seen_.count(content)) call /= 10;
-        seen_.insert(content);
       }
+      seen_.insert(content);
       if (b_.kind == "noisy") call *= std::exp(std::normal_distribution<double>(0, 0.3)(noise_));
       for (size_t k = 0; k < n; ++k) y[k] = b_.kind == "wrong" ? 2 * x[k] + 1.5f : 2 * x[k] + 1;
       if (b_.kind == "overrun") y[n] = 0;  // one element past the end: into the canary
       if (b_.kind == "modify-inputs") const_cast<float*>(x)[0] += 1;
       seconds += call;
     }
-    clock_.now += seconds + clock_.batch_overhead_s;
-    o.parent_seconds = seconds + clock_.batch_overhead_s;
-    o.worker_seconds = b_.kind == "clock-lies" ? seconds / 2 : seconds;
+    // Time the worker spent waiting for a core: on the wall clocks, not on the CPU clock.
+    double waiting = 0;
+    if (b_.kind == "stalled" && unseen) waiting = 3 * seconds;
+    const double draw = std::uniform_real_distribution<double>(0, 1)(jolts_);
+    if (b_.kind == "jolted" && unseen && draw < 0.6) waiting = 3 * seconds;
+    cpu_s_ += seconds;
+    clock_.now += seconds + waiting + clock_.batch_overhead_s;
+    o.parent_seconds = seconds + waiting + clock_.batch_overhead_s;
+    o.worker_seconds = (b_.kind == "clock-lies" ? seconds / 2 : seconds) + waiting;
     calls_ += calls;
     return o;
   }
@@ -155,9 +173,10 @@ class FakeRunner final : public KernelRunner {
   FakeBuffers& out_;
   VirtualClock& clock_;
   std::vector<std::string>& events_;
-  std::mt19937_64 noise_;
+  std::mt19937_64 noise_, jolts_{11};
   std::set<uint64_t> seen_;
   long calls_ = 0;
+  double cpu_s_ = 0;
 };
 
 class FakeTarget final : public Target {

@@ -132,6 +132,37 @@ TEST_F(SessionTest, CachingGainsNothingInTimedPairsAndTheCrossCheckNamesIt) {
   EXPECT_EQ(timed_only.integrity.fresh_check.rfind("skipped", 0), 0u) << timed_only.integrity.fresh_check;
 }
 
+// A busy machine that happens to hold up the never-seen half in every round (the worst case for a
+// wall clock): the CPU clock, which does not count waiting for a core, shows an honest kernel as
+// honest, and the caching kernel is still caught on it.
+TEST_F(SessionTest, StallsOnTheNewInputsDoNotMakeAnHonestKernelACheatOnTheCpuClock) {
+  target_.clock.cpu_clock = true;
+  Result r = eval("stalled-100");
+  ASSERT_EQ(r.status, Status::correct) << r.message;
+  EXPECT_EQ(r.integrity.fresh_check, "passed");
+  EXPECT_NEAR(r.integrity.fresh_over_repeat, 1.0, 1e-9);
+  Result cache = eval("cache-100");
+  EXPECT_EQ(cache.status, Status::untrusted) << cache.message;
+  EXPECT_EQ(cache.integrity.fresh_check, "failed");
+  EXPECT_NEAR(cache.integrity.fresh_over_repeat, 10.0, 1e-6);
+  // Without a CPU clock the same stalls look like a cache; that is what the CPU clock is for.
+  target_.clock.cpu_clock = false;
+  EXPECT_EQ(eval("stalled-100").status, Status::untrusted);
+}
+
+// The same stalls at random, on 60% of the batches with new content, and wall clocks only: the
+// fastest round of each part stands for it (a median of the rounds' ratios would be the stalled
+// one), so an honest kernel passes, and a caching kernel, fast on seen inputs in every round, fails.
+TEST_F(SessionTest, RandomStallsDoNotMakeAnHonestKernelACheat) {
+  for (const char* kernel : {"jolted-100", "jolted-50", "jolted-200"}) {
+    Result r = eval(kernel);
+    ASSERT_EQ(r.status, Status::correct) << kernel << ": " << r.message;
+    EXPECT_EQ(r.integrity.fresh_check, "passed") << kernel;
+    EXPECT_LT(r.integrity.fresh_over_repeat, 1.5) << kernel;
+  }
+  EXPECT_EQ(eval("cache-100").status, Status::untrusted);
+}
+
 TEST_F(SessionTest, ClocksThatDisagreeMakeTheSpeedupUnreliable) {
   Result r = eval("clock-lies-100");
   ASSERT_EQ(r.status, Status::correct) << r.message;
