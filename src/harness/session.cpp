@@ -43,9 +43,10 @@ constexpr double kWatchShare = 0.25;
 // has one), relative to the baseline's ratio, is reusing work across calls; over the limit, as many
 // rounds again decide. Caching kernels show 5-40x; honest ones measured up to 1.6x on a busy machine
 // by the median of the rounds' wall-clock ratios, up to 2.07x with builds beside them (CI once
-// reported an honest reference untrusted with a build beside it; its reason was not kept). Parts shorter than kFreshMinPartS are dominated by timer and scheduling noise
-// (an honest A/A at the test size once read 6.8x there), so the check is inconclusive then; the
-// timed pairs never reuse inputs anyway, so a cache cannot gain there.
+// reported an honest reference untrusted with a build beside it; its reason was not kept). Parts
+// shorter than kFreshMinPartS are dominated by timer and scheduling noise (an honest A/A at the test
+// size once read 6.8x there), so the check is inconclusive then; the timed pairs never reuse inputs
+// anyway, so a cache cannot gain there.
 constexpr double kFreshSlowdownLimit = 2.0;
 constexpr int kFreshRounds = 5;
 constexpr double kFreshMinPartS = 0.002;
