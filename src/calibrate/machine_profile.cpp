@@ -63,9 +63,12 @@ std::string profile_fingerprint(const std::string& target, const std::string& cp
 
 json to_json(const MachineProfile& p) {
   json rows = json::array();
-  for (const auto& r : p.per_threads)
-    rows.push_back({{"threads", r.threads}, {"fma_gflops", r.fma_gflops},
-                    {"dram_gbytes_per_s", {{"read", r.dram.read}, {"copy", r.dram.copy}, {"triad", r.dram.triad}}}});
+  for (const auto& r : p.per_threads) {
+    json row = {{"threads", r.threads}, {"fma_gflops", r.fma_gflops},
+                {"dram_gbytes_per_s", {{"read", r.dram.read}, {"copy", r.dram.copy}, {"triad", r.dram.triad}}}};
+    if (r.cpu_share >= 0) row["cpu_share"] = r.cpu_share;
+    rows.push_back(row);
+  }
   json caches = json::array();
   for (const auto& c : p.caches)
     caches.push_back({{"level", c.level}, {"cache_bytes", c.cache_bytes}, {"working_set_bytes", c.working_set_bytes},
@@ -105,7 +108,7 @@ MachineProfile profile_from_json(const json& j, const std::string& where) {
     p.fp32_gflops = j.value("fp32_gflops", 0.0);
     for (const auto& r : j.at("per_threads")) {
       const json& d = r.at("dram_gbytes_per_s");
-      p.per_threads.push_back({r.at("threads"), r.at("fma_gflops"), {d.at("read"), d.at("copy"), d.at("triad")}});
+      p.per_threads.push_back({r.at("threads"), r.at("fma_gflops"), {d.at("read"), d.at("copy"), d.at("triad")}, r.value("cpu_share", -1.0)});
     }
     for (const auto& c : j.value("caches", json::array()))
       p.caches.push_back({c.at("level"), c.at("cache_bytes"), c.at("working_set_bytes"), c.at("read_gbytes_per_s")});
@@ -239,9 +242,12 @@ MachineProfile calibrate(const CalibrateOptions& o, const std::function<void(con
     ThreadPeaks row;
     row.threads = t;
     say(fmt::format("{} thread(s): fp32 FMA peak", t));
-    row.fma_gflops = measure_fma_gflops(t, peaks);
+    std::vector<double> shares;
+    row.fma_gflops = measure_fma_gflops(t, peaks, &shares);
     say(fmt::format("{} thread(s): memory bandwidth (read, copy, triad)", t));
-    row.dram = measure_bandwidth(t, peaks);
+    row.dram = measure_bandwidth(t, peaks, &shares);
+    std::nth_element(shares.begin(), shares.begin() + ptrdiff_t(shares.size() / 2), shares.end());
+    row.cpu_share = shares.empty() ? -1 : shares[shares.size() / 2];
     p.per_threads.push_back(row);
   }
   if (peaks.cache_levels) {
@@ -258,6 +264,11 @@ MachineProfile ensure_profile(const std::string& target, const std::string& isa_
   if (auto stored = find_profile(dir, target, isa_level, threads)) return *stored;
   if (progress) progress(fmt::format("no machine profile for {} threads at {} yet: calibrating quickly (opbench calibrate measures more)", threads, isa_level));
   MachineProfile p = calibrate({target, isa_level, threads, true}, progress);
+  for (const auto& row : p.per_threads)
+    if (progress && row.cpu_share >= 0 && row.cpu_share < 0.9)
+      progress(fmt::format("other work ran beside it ({} thread(s) had {:.0f}% of the cores): timed on the threads' CPU clocks; "
+                           "`opbench calibrate` on a quiet machine measures figures of record",
+                           row.threads, 100 * row.cpu_share));
   try {
     save_profile(dir, p);
   } catch (const std::exception& e) {

@@ -23,6 +23,10 @@ struct ThreadPeaks {
   int threads = 0;
   double fma_gflops = 0;   // fp32
   BandwidthFigures dram;   // GB/s
+  // The share of the cores the measuring threads got, the median of the repetitions (1: the machine
+  // was theirs; below, other work ran beside them and the figures rest on their CPU clocks). -1: not
+  // recorded (older files).
+  double cpu_share = -1;
 };
 
 struct MachineProfile {

@@ -9,11 +9,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <stdexcept>
 #include <thread>
+
+#include <unistd.h>
 
 namespace opbench {
 namespace {
@@ -63,27 +66,52 @@ int vector_lanes(const std::string& isa) {
   throw std::invalid_argument("unknown ISA level '" + isa + "' (known: x86-64-v3, x86-64-v4)");
 }
 
-// Runs body(thread index) on `threads` threads released together; returns the wall seconds from
-// the common start to the last thread's end. Threads are created before the clock starts.
-double timed_parallel(int threads, const std::function<void(int)>& body) {
+// One parallel repetition: the wall seconds from the common start to the last thread's end, and
+// the most CPU time any thread spent on its share. On a machine where other work competes for the
+// cores a thread waits for one part of its share; its CPU clock does not count the waiting, so the
+// busiest thread's CPU time is what the repetition would have taken with the cores to itself.
+struct ParallelTiming {
+  double wall = 0, busiest_cpu = 0;
+  // The seconds a ceiling is computed from, and the share of the cores the threads got.
+  double seconds() const { return busiest_cpu > 0 ? std::min(wall, busiest_cpu) : wall; }
+  double cpu_share() const { return wall > 0 && busiest_cpu > 0 ? std::min(1.0, busiest_cpu / wall) : 1.0; }
+};
+
+double thread_cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// Runs body(thread index) on `threads` threads released together. Threads are created before the
+// clock starts.
+ParallelTiming timed_parallel(int threads, const std::function<void(int)>& body) {
   // Each thread reads the clock around its own share, and the figure is the first start to the last
   // end. A clock read by the coordinating thread after the start barrier was wrong under load: with
   // threads + 1 runnable on as many cores, it could be scheduled only after the workers had finished,
   // and a 64 MiB read then "took" microseconds (calibrate reported 38,000 GB/s under ctest -j2).
   std::barrier start(threads);
   std::vector<Clock::time_point> starts(static_cast<size_t>(threads)), ends(static_cast<size_t>(threads));
+  std::vector<double> cpu(static_cast<size_t>(threads));
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       start.arrive_and_wait();
       starts[size_t(t)] = Clock::now();
+      const double cpu0 = thread_cpu_now();
       body(t);
+      cpu[size_t(t)] = thread_cpu_now() - cpu0;
       ends[size_t(t)] = Clock::now();
     });
   for (auto& th : pool) th.join();
   const auto first = *std::min_element(starts.begin(), starts.end());
   const auto last = *std::max_element(ends.begin(), ends.end());
-  return std::chrono::duration<double>(last - first).count();
+  return {std::chrono::duration<double>(last - first).count(), *std::max_element(cpu.begin(), cpu.end())};
+}
+
+// The share of the cores each repetition got, for the profile to show.
+void note_share(std::vector<double>* shares, const ParallelTiming& t) {
+  if (shares) shares->push_back(t.cpu_share());
 }
 
 // ---- streaming kernels over [lo, hi) floats; lo and hi are multiples of 64 ----
@@ -172,12 +200,25 @@ size_t data_cache_bytes(int level) {
 
 }  // namespace
 
+size_t streaming_array_bytes(const PeakOptions& o) {
+  // Each array at least `llc_multiple` times the last-level cache, or part of every pass is served
+  // from it: a 64 MiB array on a host with 260 MiB of L3 measured the L3, not the memory. At most a
+  // sixth of the memory, for the three arrays of triad with room beside them.
+  size_t llc = 0;
+  for (int level = 1; level <= 4; ++level) llc = std::max(llc, data_cache_bytes(level));
+  size_t bytes = std::max(o.array_bytes, llc * size_t(std::max(1, o.llc_multiple)));
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) bytes = std::min(bytes, std::max(o.array_bytes, size_t(pages) * size_t(page) / 6));
+  return bytes / 4096 * 4096;
+}
+
 PeakOptions PeakOptions::quick(const std::string& isa_level) {
   PeakOptions o;
   o.isa_level = isa_level;
   o.repetitions = 3;
   o.fma_seconds = 0.05;
-  o.array_bytes = size_t(64) << 20;  // still twice a 32 MiB L3
+  o.array_bytes = size_t(64) << 20;  // the least; streaming_array_bytes raises it to twice the L3
+  o.llc_multiple = 2;
   o.cache_levels = false;
   return o;
 }
@@ -191,7 +232,7 @@ bool isa_level_supported(const std::string& isa_level) {
   return false;
 }
 
-double measure_fma_gflops(int threads, const PeakOptions& o) {
+double measure_fma_gflops(int threads, const PeakOptions& o, std::vector<double>* cpu_share) {
   const int lanes = vector_lanes(o.isa_level);
   if (!isa_level_supported(o.isa_level)) throw std::invalid_argument("this CPU cannot run " + o.isa_level);
   auto loop = [&](int64_t steps) { return lanes == 16 ? fma_loop_avx512(steps) : fma_loop_avx2(steps); };
@@ -210,15 +251,16 @@ double measure_fma_gflops(int threads, const PeakOptions& o) {
   }
   std::vector<double> rates;
   for (int r = 0; r < std::max(1, o.repetitions); ++r) {
-    const double s = timed_parallel(threads, [&](int) { consume(loop(steps)); });
-    rates.push_back(double(threads) * double(steps) * kChains * lanes * 2 / s * 1e-9);  // an FMA lane is 2 FLOP
+    const ParallelTiming t = timed_parallel(threads, [&](int) { consume(loop(steps)); });
+    note_share(cpu_share, t);
+    rates.push_back(double(threads) * double(steps) * kChains * lanes * 2 / t.seconds() * 1e-9);  // an FMA lane is 2 FLOP
   }
   return best_of(rates);
 }
 
-BandwidthFigures measure_bandwidth(int threads, const PeakOptions& o) {
+BandwidthFigures measure_bandwidth(int threads, const PeakOptions& o, std::vector<double>* cpu_share) {
   const int64_t quantum = int64_t(64) * std::max(1, threads);
-  const int64_t n = std::max<int64_t>(quantum, int64_t(o.array_bytes / sizeof(float)) / quantum * quantum);
+  const int64_t n = std::max<int64_t>(quantum, int64_t(streaming_array_bytes(o) / sizeof(float)) / quantum * quantum);
   FloatArray a = allocate(n), b = allocate(n), c = allocate(n);
   // First touch by the threads that use each share, so pages sit where they are read.
   timed_parallel(threads, [&](int t) {
@@ -239,7 +281,11 @@ BandwidthFigures measure_bandwidth(int threads, const PeakOptions& o) {
     };
     run();  // warm-up: page tables, clocks
     std::vector<double> v;
-    for (int r = 0; r < std::max(1, o.repetitions); ++r) v.push_back(traffic / run() * 1e-9);
+    for (int r = 0; r < std::max(1, o.repetitions); ++r) {
+      const ParallelTiming t = run();
+      note_share(cpu_share, t);
+      v.push_back(traffic / t.seconds() * 1e-9);
+    }
     return best_of(v);
   };
   BandwidthFigures f;
@@ -262,12 +308,15 @@ std::vector<CacheBandwidth> measure_cache_bandwidth(const PeakOptions& o) {
     std::vector<double> v;
     for (int r = 0; r < std::max(1, o.repetitions) + 1; ++r) {
       const auto t0 = Clock::now();
+      const double cpu0 = thread_cpu_now();
       float s = 0;
       for (int64_t p = 0; p < passes; ++p) {
         s += wide ? read_sum512(a.get(), 0, m) : read_sum(a.get(), 0, m);
         asm volatile("" ::: "memory");  // one pass per iteration: no merging
       }
-      const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+      // As the parallel figures: the CPU time, which waiting for a core does not count.
+      const ParallelTiming timing{std::chrono::duration<double>(Clock::now() - t0).count(), thread_cpu_now() - cpu0};
+      const double t = timing.seconds();
       consume(s);
       if (r > 0) v.push_back(double(passes) * double(m) * sizeof(float) / t * 1e-9);
     }

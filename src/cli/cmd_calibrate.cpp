@@ -51,12 +51,20 @@ Command add_calibrate(CLI::App& root) {
               return 0;
             }
             fmt::print("{} ({} usable cores), {}{}, {:.1f} s\n\n", p.cpu_model, p.usable_cores, p.isa_level, p.quick ? ", quick" : "", p.seconds);
-            TextTable table({"threads", "fp32 FMA GFLOP/s", "read GB/s", "copy GB/s", "triad GB/s", "ridge FLOP/B"});
-            for (const auto& r : p.per_threads)
+            TextTable table({"threads", "fp32 FMA GFLOP/s", "read GB/s", "copy GB/s", "triad GB/s", "ridge FLOP/B", "cores had"});
+            double lowest_share = 1;  // of the rows' medians
+            for (const auto& r : p.per_threads) {
               table.add_row({std::to_string(r.threads), fmt::format("{:.1f}", r.fma_gflops), fmt::format("{:.1f}", r.dram.read),
                              fmt::format("{:.1f}", r.dram.copy), fmt::format("{:.1f}", r.dram.triad),
-                             fmt::format("{:.2f}", r.fma_gflops / r.dram.best())});
+                             fmt::format("{:.2f}", r.fma_gflops / r.dram.best()), fmt::format("{:.0f}%", 100 * r.cpu_share)});
+              lowest_share = std::min(lowest_share, r.cpu_share);
+            }
             fmt::print("{}", table.render());
+            if (lowest_share < 0.9)
+              fmt::print("\nOther work ran beside the calibration (its threads had {:.0f}% of the cores, the median of a row's repetitions): each repetition was "
+                         "timed by its busiest thread's CPU clock, which does not count waiting for a core; shared memory bandwidth "
+                         "may still read low. Calibrate again on a quiet machine for figures of record.\n",
+                         100 * lowest_share);
             if (!p.caches.empty()) {
               TextTable caches({"cache", "size KiB", "working set KiB", "read GB/s (1 thread)"});
               for (const auto& c : p.caches)

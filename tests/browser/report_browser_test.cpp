@@ -63,6 +63,14 @@ TEST(ReportInBrowser, PageFromARealRunLoadsPlotsSortsAndPaints) {
                        600);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto doc = read_json(run_dir / "results.json");
+  // Every failure below says what the run gave: its statuses, medians and messages.
+  std::string summary = "the run's results:\n";
+  for (const auto& r : doc.at("results"))
+    summary += "  " + r.at("workload").get<std::string>() + "." + r.at("impl").at("kind").get<std::string>() + " " +
+               r.at("status").get<std::string>() +
+               (r.at("timing").is_null() ? std::string(" (not timed)") : " median " + r.at("timing").at("median_ms").dump() + " ms") + ": " +
+               r.value("message", std::string()) + "\n";
+  SCOPED_TRACE(summary);
   size_t timed = 0;
   for (const auto& r : doc.at("results")) timed += !r.at("timing").is_null() && r.at("work").at("useful_flops").get<double>() > 0;
   const size_t results = doc.at("results").size();

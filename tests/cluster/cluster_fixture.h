@@ -20,4 +20,23 @@ inline std::map<std::string, std::string> statuses(const std::filesystem::path& 
   return out;
 }
 
+// evaluation -> whether its outputs were right: "correct" for correct and untrusted (every output
+// checked was right; an integrity verdict on the timing called it untrusted), else the status. What a
+// sharded run must reproduce of a local one: its timing verdicts depend on the load beside it.
+inline std::map<std::string, std::string> output_verdicts(const std::filesystem::path& run_dir) {
+  std::map<std::string, std::string> out = statuses(run_dir);
+  for (auto& [evaluation, status] : out)
+    if (status == "untrusted") status = "correct";
+  return out;
+}
+
+// One line per result, "evaluation status: message", for failure messages.
+inline std::string results_summary(const std::filesystem::path& run_dir) {
+  std::string out = run_dir.string() + ":\n";
+  const nlohmann::json doc = read_json(run_dir / "results.json");
+  for (const auto& r : doc["results"])
+    out += "  " + evaluation_of(r) + " " + r["status"].get<std::string>() + ": " + r.value("message", std::string()) + "\n";
+  return out;
+}
+
 }  // namespace opbench::testing

@@ -32,7 +32,7 @@ TEST(ShardCli, TwoShardsMergedHoldTheLocalRun) {
   }
   CliRun merged = run_cli({"merge", (dir / "0").string(), (dir / "1").string(), "--out", (dir / "merged").string()});
   ASSERT_EQ(merged.exit_code, 0) << merged.output;
-  EXPECT_EQ(statuses(dir / "merged"), statuses(dir / "local"));
+  EXPECT_EQ(output_verdicts(dir / "merged"), output_verdicts(dir / "local")) << results_summary(dir / "merged") << results_summary(dir / "local");
   EXPECT_EQ(statuses(dir / "local").size(), 4u);
   // Merging one shard alone is refused: the other is missing.
   CliRun partial = run_cli({"merge", (dir / "0").string(), "--out", (dir / "partial").string()});

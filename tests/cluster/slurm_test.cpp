@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <iostream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -58,7 +59,11 @@ TEST_F(SlurmCluster, TwoShardRunMergesIntoTheLocalRun) {
 
   CliRun slurm = run_cli(args({"slurm", "run"}, args(run, {"--shards", "2", "--poll", "0.5", "--out", (dir / "slurm").string()})), 600);
   ASSERT_EQ(slurm.exit_code, 0) << slurm.output;
-  EXPECT_EQ(statuses(dir / "slurm"), statuses(dir / "local"));
+  // The same evaluations with the same verdicts on their outputs; a timing verdict (untrusted) may
+  // differ with the load beside each run, and is printed when it does.
+  EXPECT_EQ(output_verdicts(dir / "slurm"), output_verdicts(dir / "local")) << results_summary(dir / "slurm") << results_summary(dir / "local");
+  if (statuses(dir / "slurm") != statuses(dir / "local"))
+    std::cerr << "note: timing verdicts differ between the runs\n" << results_summary(dir / "slurm") << results_summary(dir / "local");
   EXPECT_EQ(statuses(dir / "slurm").size(), 4u);
   nlohmann::json merged = read_json(dir / "slurm" / "results.json");
   EXPECT_EQ(merged["merged_from"].size(), 2u);
@@ -119,7 +124,7 @@ TEST_F(SlurmCluster, ACancelledShardIsResubmittedAloneAndTheRunFinishes) {
   ASSERT_EQ(state["submissions"].size(), 2u) << state.dump(2);
   EXPECT_EQ(state["submissions"][1]["shards"], nlohmann::json({1})) << state.dump(2);
   EXPECT_EQ(statuses(out).size(), 4u);
-  for (const auto& [evaluation, status] : statuses(out)) EXPECT_EQ(status, "correct") << evaluation;
+  for (const auto& [evaluation, verdict] : output_verdicts(out)) EXPECT_EQ(verdict, "correct") << evaluation << "\n" << results_summary(out);
   fs::remove_all(dir);
 }
 

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 
@@ -38,12 +42,15 @@ MachineProfile this_machine(int threads, bool quick, const std::string& created)
 TEST(MachineProfile, JsonRoundTripIsLossless) {
   MachineProfile p = testing::made_profile();
   p.caches = {{1, 48 << 10, 24 << 10, 250.5}};
+  p.per_threads.back().cpu_share = 0.5;
   const nlohmann::json j = to_json(p);
   EXPECT_EQ(j.at("schema"), kMachineProfileSchema);
   EXPECT_EQ(j.at("schema_version"), schema_version());
   MachineProfile back = profile_from_json(j);
   EXPECT_EQ(to_json(back).dump(), j.dump());
   EXPECT_DOUBLE_EQ(back.peak_gflops(2), 200);
+  EXPECT_DOUBLE_EQ(back.per_threads.back().cpu_share, 0.5);
+  EXPECT_DOUBLE_EQ(back.per_threads.front().cpu_share, -1) << "not recorded stays not recorded";
 }
 
 TEST(MachineProfile, RefusesAnotherDocumentAndAnUnknownMajorVersion) {
@@ -137,6 +144,41 @@ TEST(MachineProfile, QuickCalibrationMeasuresSomethingPlausibleAndIsStored) {
   EXPECT_LT(p.seconds, 20);
   EXPECT_TRUE(fs::exists(profile_path(dir, p)));
   fs::remove_all(dir);
+}
+
+// A calibration beside other work: the measuring thread shares its one CPU with a spinning thread
+// (one CPU, so they take turns rather than share a core's units as hyperthreads would). The figures
+// rest on the threads' CPU clocks, so they do not read low, and the profile records the share.
+TEST(MachineProfile, CalibrationBesideABusyThreadDoesNotReadLow) {
+  if (!isa_level_supported("x86-64-v3")) GTEST_SKIP() << "this CPU has no AVX2/FMA";
+  cpu_set_t saved, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &saved)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);  // threads started from here inherit it
+  PeakOptions o = PeakOptions::quick("x86-64-v3");
+  o.array_bytes = size_t(16) << 20;
+  o.llc_multiple = 0;  // the memory figure only needs to be compared with itself here
+  std::vector<double> quiet_share, busy_share;
+  const double quiet_fma = measure_fma_gflops(1, o, &quiet_share);
+  const double quiet_read = measure_bandwidth(1, o, &quiet_share).read;
+  std::atomic<bool> stop{false};
+  std::thread spinner([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  const double busy_fma = measure_fma_gflops(1, o, &busy_share);
+  const double busy_read = measure_bandwidth(1, o, &busy_share).read;
+  stop = true;
+  spinner.join();
+  sched_setaffinity(0, sizeof saved, &saved);
+  for (double share : busy_share) EXPECT_LT(share, 0.8) << "the spinner took the CPU for part of every repetition";
+  EXPECT_GT(busy_fma, 0.8 * quiet_fma) << "quiet " << quiet_fma << " GFLOP/s";
+  EXPECT_GT(busy_read, 0.7 * quiet_read) << "quiet " << quiet_read << " GB/s";
 }
 
 TEST(MachineProfile, UnknownIsaLevelAndTargetAreRefused) {
