@@ -166,6 +166,11 @@ std::optional<MachineProfile> find_profile(const std::filesystem::path& dir, con
     if (p.target != target || p.isa_level != isa_level || p.cpu_model != model || p.usable_cores != cores ||
         !p.has_threads(threads))
       continue;
+    // A quick first-use calibration from before the figures rested on CPU clocks (no cpu_share) may
+    // have been measured beside other work on wall clocks alone: half the FMA peak on a busy 2-core
+    // machine, which doubled roofline floors and flagged honest baselines. It is measured again.
+    if (p.quick && target == "cpu" && std::any_of(p.per_threads.begin(), p.per_threads.end(), [](const ThreadPeaks& r) { return r.cpu_share < 0; }))
+      continue;
     const bool better = !best || (best->quick && !p.quick) || (best->quick == p.quick && p.created > best->created);
     if (better) best = std::move(p);
   }

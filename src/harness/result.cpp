@@ -9,9 +9,7 @@
 #ifndef OPBENCH_VERSION
 #define OPBENCH_VERSION "0.0.0"
 #endif
-#ifndef OPBENCH_GIT_SHA
-#define OPBENCH_GIT_SHA "unknown"
-#endif
+#include "opbench_git_sha.h"  // generated at build time (cmake/git_sha.cmake)
 
 namespace opbench {
 

@@ -102,6 +102,22 @@ TEST(MachineProfile, FindPrefersFullCalibrationsAndSkipsForeignFiles) {
   fs::remove_all(dir);
 }
 
+// A quick profile from before the figures rested on CPU clocks (no cpu_share) may have been measured
+// beside other work on wall clocks alone (one such read half the FMA peak and flagged honest
+// baselines below the floor): it is not used, so the first run measures again; one with it is.
+TEST(MachineProfile, AQuickProfileTimedOnWallClocksOnlyIsMeasuredAgain) {
+  const fs::path dir = fresh_dir("stale-quick");
+  MachineProfile p = this_machine(2, true, "2026-12-01T10:00:00Z");
+  save_profile(dir, p);
+  EXPECT_FALSE(find_profile(dir, "cpu", "x86-64-v3", 2));
+  for (auto& row : p.per_threads) row.cpu_share = 0.97;
+  save_profile(dir, p);  // the same id: replaces the file
+  auto found = find_profile(dir, "cpu", "x86-64-v3", 2);
+  ASSERT_TRUE(found);
+  EXPECT_TRUE(found->quick);
+  fs::remove_all(dir);
+}
+
 TEST(MachineProfile, LoadByIdStaysInsideTheFolder) {
   const fs::path dir = fresh_dir("byid");
   MachineProfile p = this_machine(2, false, "2026-12-01T09:00:00Z");
