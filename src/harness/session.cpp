@@ -39,9 +39,9 @@ constexpr double kIdleQuietLimitS = 0.001;
 constexpr double kWatchShare = 0.25;
 
 // The fresh-input cross-check: a candidate this much slower per call on never-seen inputs than on
-// inputs it has seen (the fastest of the rounds for each, on the worker's CPU clock where the target
-// has one), relative to the baseline's ratio, is reusing work across calls; over the limit, as many
-// rounds again decide. Caching kernels show 5-40x; honest ones measured up to 1.6x on a busy machine
+// inputs it has seen (the fastest of the rounds for each; on the time of record and, where the
+// target has one, on the worker's CPU clock too), relative to the baseline's ratio, is reusing work
+// across calls; over the limit, as many rounds again decide. Caching kernels show 5-40x; honest ones measured up to 1.6x on a busy machine
 // by the median of the rounds' wall-clock ratios, up to 2.07x with builds beside them (CI once
 // reported an honest reference untrusted with a build beside it; its reason was not kept). Parts
 // shorter than kFreshMinPartS are dominated by timer and scheduling noise (an honest A/A at the test
@@ -555,39 +555,39 @@ bool EvaluationSession::fresh_inputs() {
   for (int s = fresh; s < sets_; ++s) expected_.capture(*baseline_out_, s);
   if (!candidate_batch(fresh, seen, long_limit())) return false;
   if (!verify_candidate(fresh, seen, "a call on seen inputs", false)) return false;
-  // Each part's time is the worker's CPU time where the runner measures it from outside: a kernel
-  // that reuses work uses less CPU on what it has seen, while a loaded machine only adds time spent
-  // waiting for a core, which the wall clock counts and the CPU clock does not. Device timers (and
-  // runners without a CPU clock) use the batch's time of record.
-  auto part_seconds = [](KernelRunner& runner, const BatchOutcome& b, double cpu_before) {
-    const RunnerCapabilities caps = runner.capabilities();
-    if (caps.cpu_time_accounting && !caps.device_timer && cpu_before >= 0) {
-      const double cpu_after = runner.cpu_seconds_total();
-      if (cpu_after >= cpu_before) return cpu_after - cpu_before;
-    }
-    return b.record_seconds();
-  };
-  // Per-call times, one per round: [side][part], side 0 the candidate, part 0 seen inputs.
-  std::vector<double> times[2][2];
+  // Each part is timed on two clocks: the batch's time of record (the parent's, or the device's), and
+  // the worker's CPU clock where the runner measures it from outside (cpu). A kernel that reuses work
+  // is faster on what it has seen on both. Load bends each its own way: waiting for a core counts on
+  // the wall clock and not on the CPU clock, while threads spinning at a barrier for a partner that
+  // lost its core count on the CPU clock. So a verdict needs both clocks over the limit.
+  const bool cpu_clock = kernel_->capabilities().cpu_time_accounting && !kernel_->capabilities().device_timer &&
+                         baseline_->capabilities().cpu_time_accounting && !baseline_->capabilities().device_timer;
+  // Per-call times, one per round: [clock][side][part]; clock 0 the time of record, 1 the CPU clock;
+  // side 0 the candidate; part 0 seen inputs.
+  std::vector<double> times[2][2][2];
   double shortest_part = INFINITY;
+  auto record = [&](int side, int part, const BatchOutcome& b, double cpu_before, double cpu_after, int calls) {
+    times[0][side][part].push_back(b.record_seconds() / calls);
+    if (cpu_clock) times[1][side][part].push_back(cpu_before >= 0 && cpu_after >= cpu_before ? (cpu_after - cpu_before) / calls : NAN);
+  };
   auto one_round = [&]() -> bool {
     for (int s = 0; s < fresh; ++s) refill(s);
     double cpu = baseline_->cpu_seconds_total();
     const BatchOutcome bs = baseline_batch(fresh, seen, long_limit());
-    times[1][0].push_back(part_seconds(*baseline_, bs, cpu) / seen);
+    record(1, 0, bs, cpu, baseline_->cpu_seconds_total(), seen);
     for (int s = fresh; s < sets_; ++s) expected_.capture(*baseline_out_, s);
     cpu = baseline_->cpu_seconds_total();
     const BatchOutcome bn = baseline_batch(0, fresh, long_limit());
-    times[1][1].push_back(part_seconds(*baseline_, bn, cpu) / fresh);
+    record(1, 1, bn, cpu, baseline_->cpu_seconds_total(), fresh);
     for (int s = 0; s < fresh; ++s) expected_.capture(*baseline_out_, s);
     const int firsts[2] = {fresh, 0}, counts[2] = {seen, fresh};
     for (int part = 0; part < 2; ++part) {
       cpu = kernel_->cpu_seconds_total();
       auto b = candidate_batch(firsts[part], counts[part], long_limit());
       if (!b) return false;
+      record(0, part, *b, cpu, kernel_->cpu_seconds_total(), counts[part]);
       if (!verify_candidate(firsts[part], counts[part], part == 0 ? "a call on seen inputs" : "a call on never-seen inputs", true))
         return false;
-      times[0][part].push_back(part_seconds(*kernel_, *b, cpu) / counts[part]);
       shortest_part = std::min(shortest_part, b->record_seconds());
     }
     return true;
@@ -596,32 +596,43 @@ bool EvaluationSession::fresh_inputs() {
   // that reuses work is fast on seen inputs and slow on new ones in every round. The candidate's
   // ratio is taken relative to the baseline's (when that is above 1), so that what the machine does
   // to both (the refilled half's pages, its cache lines) is not counted against the candidate.
-  auto fastest = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
-  auto candidate_ratio = [&] { return fastest(times[0][1]) / fastest(times[0][0]); };
-  auto baseline_ratio = [&] { return fastest(times[1][1]) / fastest(times[1][0]); };
-  auto relative = [&] { return candidate_ratio() / std::max(1.0, baseline_ratio()); };
+  auto fastest = [](const std::vector<double>& v) {
+    double best = INFINITY;
+    for (double x : v)
+      if (std::isfinite(x)) best = std::min(best, x);
+    return best;
+  };
+  auto ratio = [&](int clock, int side) { return fastest(times[clock][side][1]) / fastest(times[clock][side][0]); };
+  auto relative = [&](int clock) { return ratio(clock, 0) / std::max(1.0, ratio(clock, 1)); };
+  auto over_limit = [&] {
+    const bool wall = relative(0) > kFreshSlowdownLimit;
+    if (!cpu_clock) return wall;
+    const double cpu = relative(1);
+    return wall && (!std::isfinite(cpu) || cpu > kFreshSlowdownLimit);
+  };
   int rounds = 0;
   for (; rounds < kFreshRounds; ++rounds)
     if (!one_round()) return false;
   // Over the limit: as many rounds again before the verdict, so that one unlucky stretch of a busy
   // machine cannot call an honest kernel a cheat; a caching kernel stays over it.
-  if (relative() > kFreshSlowdownLimit && seconds_left() > 2 * (baseline_call_s_ + candidate_call_s_) * sets_ * kFreshRounds)
+  if (over_limit() && seconds_left() > 2 * (baseline_call_s_ + candidate_call_s_) * sets_ * kFreshRounds)
     for (; rounds < 2 * kFreshRounds; ++rounds)
       if (!one_round()) return false;
-  r_.integrity.fresh_over_repeat = candidate_ratio();
-  r_.integrity.baseline_fresh_over_repeat = baseline_ratio();
-  const double relative_ratio = relative();
+  r_.integrity.fresh_over_repeat = ratio(0, 0);
+  r_.integrity.baseline_fresh_over_repeat = ratio(0, 1);
   if (shortest_part < kFreshMinPartS) {
     r_.integrity.fresh_check = fmt::format("inconclusive: parts of {:.3f} ms are below the {:.0f} ms the timer needs", shortest_part * 1e3,
                                            kFreshMinPartS * 1e3);
     return true;
   }
-  if (relative_ratio > kFreshSlowdownLimit) {
+  if (over_limit()) {
     r_.integrity.fresh_check = "failed";
+    const std::string on_cpu =
+        cpu_clock ? fmt::format("; on the worker's CPU clock {:.2f}x, the baseline {:.2f}x", ratio(1, 0), ratio(1, 1)) : std::string();
     return finish(Status::untrusted,
                   fmt::format("on never-seen inputs the kernel took {:.2f}x its time per call on inputs it had seen (the fastest "
-                              "of {} rounds each; the baseline {:.2f}x; over {:.0f}x relative to it): it reuses work across calls",
-                              r_.integrity.fresh_over_repeat, rounds, r_.integrity.baseline_fresh_over_repeat,
+                              "of {} rounds each; the baseline {:.2f}x{}; over {:.0f}x relative to it): it reuses work across calls",
+                              r_.integrity.fresh_over_repeat, rounds, r_.integrity.baseline_fresh_over_repeat, on_cpu,
                               kFreshSlowdownLimit));
   }
   r_.integrity.fresh_check = "passed";
