@@ -61,8 +61,14 @@ TEST(ReportInBrowser, PageFromARealRunLoadsPlotsSortsAndPaints) {
   CliRun run = run_cli({"run", "--size", "test", "--workloads", "8p,12p,1p", "--impl", "baseline,expert,reference", "--max-time", "0.3",
                         "--trials", "1", "--out", run_dir.string()},
                        600);
-  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // 1: some result is not correct. Its outputs were all checked; under load a timing verdict can call
+  // one untrusted, and the page must show that run as well (the trace below names it).
+  ASSERT_TRUE(run.exit_code == 0 || run.exit_code == 1) << run.output;
   const auto doc = read_json(run_dir / "results.json");
+  for (const auto& r : doc.at("results")) {
+    const std::string status = r.at("status");
+    EXPECT_TRUE(status == "correct" || status == "untrusted") << r.at("workload") << " " << status << ": " << r.value("message", "");
+  }
   // Every failure below says what the run gave: its statuses, medians and messages.
   std::string summary = "the run's results:\n";
   for (const auto& r : doc.at("results"))
