@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sched.h>
@@ -192,7 +193,16 @@ TEST(MachineProfile, CalibrationBesideABusyThreadDoesNotReadLow) {
   stop = true;
   spinner.join();
   sched_setaffinity(0, sizeof saved, &saved);
-  for (double share : busy_share) EXPECT_LT(share, 0.8) << "the spinner took the CPU for part of every repetition";
+  // The spinner must have taken the CPU during most repetitions for the test to mean anything; not
+  // during every one (a scheduler may let a short repetition run a whole slice undisturbed: seen with
+  // EEVDF on Linux 6.18, two of the repetitions at 0.99).
+  std::string shares;
+  int disturbed = 0;
+  for (double share : busy_share) {
+    disturbed += share < 0.8;
+    shares += fmt::format(" {:.2f}", share);
+  }
+  EXPECT_GE(2 * disturbed, int(busy_share.size())) << "the spinner took little of the CPU; shares:" << shares;
   EXPECT_GT(busy_fma, 0.8 * quiet_fma) << "quiet " << quiet_fma << " GFLOP/s";
   EXPECT_GT(busy_read, 0.7 * quiet_read) << "quiet " << quiet_read << " GB/s";
 }
