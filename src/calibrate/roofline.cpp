@@ -15,14 +15,23 @@ RooflinePosition roofline_position(const Result& r, const MachineProfile& profil
   f.intensity = w.bytes > 0 ? w.flops / w.bytes : NAN;
   f.useful_intensity = w.bytes > 0 ? w.useful_flops / w.bytes : NAN;
   // Seconds -> ms: GFLOP/s and GB/s are 1e9 per second.
-  const double compute_ms = f.peak_gflops > 0 ? w.useful_flops / (f.peak_gflops * 1e9) * 1e3 : 0;
-  const double memory_ms = f.peak_gbytes_per_s > 0 ? w.bytes / (f.peak_gbytes_per_s * 1e9) * 1e3 : 0;
-  f.floor_ms = std::max(compute_ms, memory_ms);
-  f.bound = compute_ms >= memory_ms ? "compute" : "memory";
+  auto at_roofs = [&](double flops, double bytes, bool* compute_bound) {
+    const double compute_ms = f.peak_gflops > 0 ? flops / (f.peak_gflops * 1e9) * 1e3 : 0;
+    const double memory_ms = f.peak_gbytes_per_s > 0 ? bytes / (f.peak_gbytes_per_s * 1e9) * 1e3 : 0;
+    if (compute_bound) *compute_bound = compute_ms >= memory_ms;
+    return std::max(compute_ms, memory_ms);
+  };
+  bool compute_bound = true;
+  f.roof_ms = at_roofs(w.useful_flops, w.bytes, &compute_bound);
+  f.bound = compute_bound ? "compute" : "memory";
+  // The floor is the least work any input needs (older results carry none: the useful work).
+  const double floor_flops = w.floor_flops >= 0 ? w.floor_flops : w.useful_flops;
+  const double floor_bytes = w.floor_bytes >= 0 ? w.floor_bytes : w.bytes;
+  f.floor_ms = at_roofs(floor_flops, floor_bytes, nullptr);
   f.fraction = NAN;
   if (r.timing && r.timing->per_call_ms.median > 0 && std::isfinite(r.timing->per_call_ms.median) && f.floor_ms > 0) {
     const double measured = r.timing->per_call_ms.median;
-    f.fraction = f.floor_ms / measured;
+    f.fraction = f.roof_ms / measured;
     if (measured < f.floor_ms * kBelowFloorMargin) f.flags.push_back(kBelowRooflineFloor);
   }
   return f;

@@ -74,8 +74,12 @@ Command add_eval(CLI::App& root) {
                          result.timing->worker_median_ms, result.timing->parent_over_worker, result.timing->stop_reason);
             }
             if (result.roofline && std::isfinite(result.roofline->fraction))
-              fmt::print("roofline: {:.1f}% of the {}-bound floor of {:.4f} ms{}\n", 100 * result.roofline->fraction, result.roofline->bound,
-                         result.roofline->floor_ms, result.roofline->flags.empty() ? "" : " (BELOW THE FLOOR: the machine cannot do this work so fast)");
+              fmt::print("roofline: {:.1f}% of the {}-bound roofline time of {:.4f} ms{}{}\n", 100 * result.roofline->fraction,
+                         result.roofline->bound, result.roofline->roof_ms,
+                         result.roofline->floor_ms < result.roofline->roof_ms * 0.999
+                             ? fmt::format(" (floor for the least work any input needs: {:.4f} ms)", result.roofline->floor_ms)
+                             : std::string(),
+                         result.roofline->flags.empty() ? "" : " (BELOW THE FLOOR: the machine cannot do this work so fast)");
             }
             if (!o->json_path.empty()) {
               write_json_atomic(o->json_path, to_json(result));

@@ -15,8 +15,8 @@ namespace opbench {
 // The one version of every document kind (result, run, search state and summary, leaderboard,
 // tune store rows, machine profile).
 inline constexpr int kSchemaMajor = 2;
-inline constexpr int kSchemaMinor = 0;
-std::string schema_version();  // "2.0"
+inline constexpr int kSchemaMinor = 1;  // 2.1: work.floor_flops, work.floor_bytes, roofline.roof_ms
+std::string schema_version();  // "2.1"
 
 // Adds "schema" and "schema_version" to `doc` (an object) and returns it.
 nlohmann::json stamp_schema(nlohmann::json doc, const std::string& kind);

@@ -104,7 +104,9 @@ json to_json(const Result& r) {
                {"bytes", number(r.work.bytes)},
                {"gflops_per_s", number(r.work.gflops_per_s)},
                {"gbytes_per_s", number(r.work.gbytes_per_s)},
-               {"intensity", number(r.work.intensity)}};
+               {"intensity", number(r.work.intensity)},
+               {"floor_flops", number(r.work.floor_flops)},
+               {"floor_bytes", number(r.work.floor_bytes)}};
   j["threads"] = r.threads;
   j["machine"] = r.machine;
   j["cost"] = {{"build_s", number(r.build_s)}, {"eval_s", number(r.eval_s)}, {"build_cached", r.build_cached}};
@@ -132,8 +134,8 @@ json to_json(const Result& r) {
     const RooflineInfo& f = *r.roofline;
     j["roofline"] = {{"profile_id", f.profile_id}, {"threads", f.threads}, {"peak_gflops", number(f.peak_gflops)},
                      {"peak_gbytes_per_s", number(f.peak_gbytes_per_s)}, {"intensity", number(f.intensity)},
-                     {"useful_intensity", number(f.useful_intensity)}, {"floor_ms", number(f.floor_ms)},
-                     {"fraction", number(f.fraction)}, {"bound", f.bound}, {"flags", f.flags}};
+                     {"useful_intensity", number(f.useful_intensity)}, {"roof_ms", number(f.roof_ms)},
+                     {"floor_ms", number(f.floor_ms)}, {"fraction", number(f.fraction)}, {"bound", f.bound}, {"flags", f.flags}};
   }
   if (r.device) {
     const DeviceInfo& d = *r.device;
@@ -195,6 +197,9 @@ Result result_from_json(const json& j) {
   const json& w = j.at("work");
   r.work = {read_number(w, "flops"),        read_number(w, "useful_flops"), read_number(w, "bytes"),
             read_number(w, "gflops_per_s"), read_number(w, "gbytes_per_s"), read_number(w, "intensity")};
+  // Results written before the floor had its own work (schema 2.0) had none other than the useful work.
+  r.work.floor_flops = w.contains("floor_flops") ? read_number(w, "floor_flops") : r.work.useful_flops;
+  r.work.floor_bytes = w.contains("floor_bytes") ? read_number(w, "floor_bytes") : r.work.bytes;
   r.threads = j.at("threads");
   r.machine = j.at("machine");
   r.build_s = read_number(j.at("cost"), "build_s");
@@ -234,6 +239,7 @@ Result result_from_json(const json& j) {
     info.intensity = read_number(f, "intensity");
     info.useful_intensity = read_number(f, "useful_intensity");
     info.floor_ms = read_number(f, "floor_ms");
+    info.roof_ms = f.contains("roof_ms") ? read_number(f, "roof_ms") : info.floor_ms;  // schema 2.0: one figure
     info.fraction = read_number(f, "fraction");
     info.bound = f.value("bound", "");
     info.flags = f.value("flags", std::vector<std::string>{});

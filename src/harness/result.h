@@ -84,6 +84,10 @@ struct SpeedupInfo {
 struct WorkInfo {
   double flops = 0, useful_flops = 0, bytes = 0;
   double gflops_per_s = 0, gbytes_per_s = 0, intensity = 0;
+  // The least work any input of the workload's data law needs (equal to useful_flops and bytes
+  // unless the work depends on drawn values): what the roofline floor is made of. Negative: not
+  // given (the useful work then).
+  double floor_flops = -1, floor_bytes = -1;
 };
 
 // Where a result sits under the machine's roofline (src/calibrate/roofline.h computes it from a
@@ -94,8 +98,10 @@ struct RooflineInfo {
   double peak_gflops = 0, peak_gbytes_per_s = 0;  // the roofs at those threads
   double intensity = 0;             // work.flops / work.bytes: as written (FLOP per byte)
   double useful_intensity = 0;      // work.useful_flops / work.bytes
-  double floor_ms = 0;              // max(bytes / peak bandwidth, useful FLOPs / peak FLOP/s)
-  double fraction = 0;              // floor_ms / measured median (NaN without timing)
+  double roof_ms = 0;               // max(bytes / peak bandwidth, useful FLOPs / peak FLOP/s)
+  double fraction = 0;              // roof_ms / measured median (NaN without timing): the share of the roofline
+  double floor_ms = 0;              // the same for the least work any input needs (floor_flops, floor_bytes):
+                                    // no honest kernel is faster; equal to roof_ms unless work depends on drawn values
   std::string bound;                // "compute" or "memory": which roof sets the floor
   std::vector<std::string> flags;   // "below_roofline_floor": measured faster than the machine allows
 };

@@ -150,6 +150,8 @@ Result EvaluationSession::run() {
   r_.work.flops = w_->flops;
   r_.work.useful_flops = w_->useful_flops;
   r_.work.bytes = w_->min_bytes;
+  r_.work.floor_flops = w_->floor_flops;
+  r_.work.floor_bytes = w_->floor_bytes;
   r_.work.intensity = w_->intensity();
   if (build() && allocate() && oracle() && launch() && correctness() && (!options_.time || (timing() && fresh_inputs()))) {
     verdicts();
@@ -664,9 +666,10 @@ void EvaluationSession::verdicts() {
   if (!r_.timing || !r_.speedup) return;
   TimingInfo& t = *r_.timing;
   SpeedupInfo& sp = *r_.speedup;
-  // Roofline floor: the useful FLOPs at peak compute and the minimum bytes at peak bandwidth.
-  const double compute_floor = options_.peak_flops_per_s > 0 ? w_->useful_flops / options_.peak_flops_per_s : 0;
-  const double memory_floor = options_.peak_bytes_per_s > 0 ? w_->min_bytes / options_.peak_bytes_per_s : 0;
+  // Roofline floor: the least work any input needs (floor_flops, floor_bytes: the useful FLOPs and
+  // minimum bytes unless the work depends on drawn values) at peak compute and peak bandwidth.
+  const double compute_floor = options_.peak_flops_per_s > 0 ? w_->floor_flops / options_.peak_flops_per_s : 0;
+  const double memory_floor = options_.peak_bytes_per_s > 0 ? w_->floor_bytes / options_.peak_bytes_per_s : 0;
   const double floor_s = std::max(compute_floor, memory_floor);
   r_.integrity.roofline_floor_ms = floor_s * 1e3;
   const double median_s = t.per_call_ms.median * 1e-3;

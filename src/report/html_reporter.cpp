@@ -155,8 +155,9 @@ std::string result_details(const Result& r) {
     s += fmt::format("<p class=\"note\">timing: {} calls in {} batches, stop: {}, flags: {}</p>", r.timing->calls, r.timing->batches,
                      html_escape(r.timing->stop_reason), r.timing->flags.empty() ? "none" : html_escape(fmt::format("{}", fmt::join(r.timing->flags, ", "))));
   if (r.roofline)
-    s += fmt::format("<p class=\"note\">roofline: floor {} ms ({}-bound at {} GFLOP/s, {} GB/s), intensity {} FLOP/B as written, {} useful{}</p>",
-                     cell_text(r.roofline->floor_ms), html_escape(r.roofline->bound), cell_text(r.roofline->peak_gflops),
+    s += fmt::format("<p class=\"note\">roofline: {} ms for the useful work, floor {} ms for the least work any input needs ({}-bound at {} "
+                     "GFLOP/s, {} GB/s), intensity {} FLOP/B as written, {} useful{}</p>",
+                     cell_text(r.roofline->roof_ms), cell_text(r.roofline->floor_ms), html_escape(r.roofline->bound), cell_text(r.roofline->peak_gflops),
                      cell_text(r.roofline->peak_gbytes_per_s), cell_text(r.roofline->intensity), cell_text(r.roofline->useful_intensity),
                      r.roofline->flags.empty() ? "" : html_escape(fmt::format("; flags: {}", fmt::join(r.roofline->flags, ", "))));
   if (!r.build_log.empty()) s += "<h4>build log</h4><pre class=\"build-log\">" + html_escape(r.build_log) + "</pre>";

@@ -77,7 +77,7 @@ std::string measurements_text(const nlohmann::json& f) {
     if (f.contains("gflops_per_s") || f.contains("gbytes_per_s"))
       text += fmt::format("achieved: {:.1f} GFLOP/s, {:.1f} GB/s\n", f.value("gflops_per_s", 0.0), f.value("gbytes_per_s", 0.0));
     if (f.contains("roofline_floor_ms") && ms > 0)
-      text += fmt::format("roofline floor: {:.4f} ms per call on this machine; this kernel reaches {:.0f}% of it\n",
+      text += fmt::format("roofline floor: {:.4f} ms per call on this machine (the least work any input needs); this kernel reaches {:.0f}% of it\n",
                           f["roofline_floor_ms"].get<double>(), 100 * f["roofline_floor_ms"].get<double>() / ms);
   }
   if (!f.value("message", std::string()).empty()) text += "message: " + f["message"].get<std::string>() + "\n";

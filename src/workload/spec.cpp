@@ -152,6 +152,8 @@ WorkloadSpec load_workload(const std::filesystem::path& dir) {
   w.flops = required_string(*work, "flops", file);
   w.min_bytes = required_string(*work, "min_bytes", file);
   w.useful_flops = (*work)["useful_flops"].value_or(std::string{});
+  w.floor_flops = (*work)["floor_flops"].value_or(std::string{});
+  w.floor_bytes = (*work)["floor_bytes"].value_or(std::string{});
 
   const toml::table* tol = root["tolerance"].as_table();
   if (!tol) throw SpecError(fmt::format("{}: missing [tolerance]", file));
@@ -276,6 +278,12 @@ ResolvedWorkload resolve_workload(const WorkloadSpec& spec, const std::string& s
   if (r.flops < 0 || r.useful_flops < 0 || r.min_bytes <= 0)
     fail(fmt::format("work at size {}: flops {}, useful_flops {}, min_bytes {} (flops must be >= 0, min_bytes > 0)", size, r.flops,
                      r.useful_flops, r.min_bytes));
+  r.floor_flops = spec.floor_flops.empty() ? r.useful_flops : evaluate_expression(spec.floor_flops, r.symbols);
+  r.floor_bytes = spec.floor_bytes.empty() ? r.min_bytes : evaluate_expression(spec.floor_bytes, r.symbols);
+  if (r.floor_flops < 0 || r.floor_flops > r.useful_flops * (1 + 1e-12) || r.floor_bytes <= 0 || r.floor_bytes > r.min_bytes * (1 + 1e-12))
+    fail(fmt::format("work at size {}: floor_flops {} and floor_bytes {} must be at least 0 and at most useful_flops {} and "
+                     "min_bytes {} (they are the least work any input needs)",
+                     size, r.floor_flops, r.floor_bytes, r.useful_flops, r.min_bytes));
   auto tol = spec.tolerances.find(std::string(dtype_name(float_dtype)));
   if (tol == spec.tolerances.end())
     throw SpecError(fmt::format("{}: no tolerance for dtype {}", spec.id, dtype_name(float_dtype)));

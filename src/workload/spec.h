@@ -45,6 +45,11 @@ struct WorkloadSpec {
   std::map<std::string, SymbolTable> sizes;
   std::vector<TensorSpec> inputs, outputs;
   std::string flops, useful_flops, min_bytes;  // expressions; useful_flops may be empty
+  // The least work any input the data law can draw needs (default: useful_flops and min_bytes). Where
+  // the work depends on drawn values (random sequence lengths), useful_flops and min_bytes are the
+  // law's expectation and these its minimum: the roofline floor that calls a time impossible must
+  // hold for every input, not only for the average one.
+  std::string floor_flops, floor_bytes;
   std::map<std::string, Tolerance> tolerances;  // by dtype name
   std::vector<GemmSpec> gemms;
 
@@ -86,6 +91,7 @@ struct ResolvedWorkload {
   DType float_dtype = DType::f32;
   std::vector<TensorInstance> inputs, outputs;
   double flops = 0, useful_flops = 0, min_bytes = 0;
+  double floor_flops = 0, floor_bytes = 0;  // <= useful_flops, min_bytes (see WorkloadSpec)
   Tolerance tolerance;
   std::vector<ResolvedGemm> gemms;
 

@@ -48,6 +48,25 @@ TEST(Roofline, UnmeasuredThreadCountScalesTheNearestFmaRow) {
   EXPECT_NEAR(p.peak_gbytes_per_s(4), 20, 1e-9);
 }
 
+// Work that depends on drawn values (6p, 7p): the share is of the expected (useful) work, the floor
+// of the least work any input needs. A time under the first but over the second is honest.
+TEST(Roofline, TheFloorIsTheLeastWorkAnyInputNeedsAndTheShareTheExpectedWork) {
+  Result r = made_result("7p", "baseline", 8.0, 5, 4.9, 5.1, 2e9, 1e8);  // useful work at the roofs: 10 ms
+  r.work.floor_flops = 4e8;                                              // 2 ms
+  r.work.floor_bytes = 2e7;                                              // 1 ms
+  Result copy = r;
+  EXPECT_FALSE(attach_roofline(copy, made_profile()));
+  ASSERT_TRUE(copy.roofline);
+  EXPECT_NEAR(copy.roofline->roof_ms, 10.0, 1e-9);
+  EXPECT_NEAR(copy.roofline->floor_ms, 2.0, 1e-9);
+  EXPECT_NEAR(copy.roofline->fraction, 10.0 / 8.0, 1e-9);
+  EXPECT_TRUE(copy.roofline->flags.empty());
+  r.timing->per_call_ms.median = 1.5;  // under the least work's floor: impossible
+  EXPECT_TRUE(attach_roofline(r, made_profile()));
+  r.work.floor_flops = 0;  // a floor of no FLOPs is a floor, not "not given": the bytes' 1 ms
+  EXPECT_NEAR(roofline_position(r, made_profile()).floor_ms, 1.0, 1e-9);
+}
+
 TEST(Roofline, FasterThanTheFloorIsFlagged) {
   // Floor 10 ms; 8 ms is faster than the machine allows.
   Result r = made_result("8p", "candidate", 8.0, 5, 4.9, 5.1, 2e9, 1e8);

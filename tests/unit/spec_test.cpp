@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "workload/generators.h"
 #include "workload/inputs.h"
 #include "workload/registry.h"
 
@@ -31,7 +32,12 @@ TEST_F(SuiteSpec, MinimalBytesFormulaMatchesTheTensors) {
     for (const auto& size : size_classes()) {
       ResolvedWorkload r = resolve_workload(w, size);
       double from_tensors = double(r.input_bytes() + r.output_bytes());
-      EXPECT_NEAR(r.min_bytes, from_tensors, 1e-9 * from_tensors) << w.id << " at " << size;
+      // Where the bytes a kernel needs depend on drawn values (6p reads only the pages within
+      // kv_lens), min_bytes is their expectation and floor_bytes their least: neither above the tensors.
+      if (!w.floor_bytes.empty())
+        EXPECT_LE(r.min_bytes, from_tensors) << w.id << " at " << size;
+      else
+        EXPECT_NEAR(r.min_bytes, from_tensors, 1e-9 * from_tensors) << w.id << " at " << size;
     }
   }
 }
@@ -68,6 +74,70 @@ TEST_F(SuiteSpec, NamesMatchCaseInsensitivelyAndByPrefix) {
   EXPECT_THROW(resolve_workload(registry_->find("8p"), "huge"), UsageError);
   EXPECT_THROW(resolve_workload(registry_->find("8p"), "test", {{"Q", 3}}), UsageError);
   EXPECT_EQ(resolve_workload(registry_->find("8p"), "test", {{"M", 3}}).inputs[0].shape[0], 3);
+}
+
+// Where the work depends on drawn values (6p's and 7p's sequence lengths), the roofline floor that
+// calls a time impossible is made of floor_flops and floor_bytes, the least work any draw needs, and
+// useful_flops / min_bytes are the law's expectation. Both claims are checked on the generators
+// themselves: every draw needs at least the floor, and the draws' mean is the expectation.
+namespace {
+struct DrawnWork {
+  double flops = 0, bytes = 0;
+};
+
+DrawnWork paged_attention_work(const ResolvedWorkload& r, uint64_t seed) {  // 6p
+  const auto& s = r.symbols;
+  const int64_t N = int64_t(s.at("N")), PS = int64_t(s.at("PS")), L = PS * int64_t(s.at("PPS"));
+  const std::vector<int32_t> kv = lengths_with_edges(N, 1, L, PS, seed);
+  double pairs = 0, pages = 0;
+  for (int32_t k : kv) {
+    pairs += k;
+    pages += double((k + PS - 1) / PS);
+  }
+  const double hq = s.at("Hq"), hkv = s.at("Hkv"), d = s.at("D"), elem = s.at("elem");
+  return {4 * hq * d * pairs, (2 * double(N) * hq * d + pages * double(PS) * 2 * hkv * d) * elem + (2 * double(N) + pages) * 4};
+}
+
+DrawnWork ragged_paged_attention_work(const ResolvedWorkload& r, uint64_t seed) {  // 7p
+  const auto& s = r.symbols;
+  const int64_t T = int64_t(s.at("T")), PAD = int64_t(s.at("PAD")), PS = int64_t(s.at("PS"));
+  const RaggedBatch b = ragged_batch(T, int64_t(s.at("SLOTS")), PS * int64_t(s.at("PPS")), PS, int64_t(s.at("CHUNK")), PAD, seed);
+  double pairs = 0, pages = 0;
+  for (int i = 0; i < b.num_seqs; ++i) {
+    const double lq = b.cu_q_lens[size_t(i) + 1] - b.cu_q_lens[size_t(i)], lkv = b.kv_lens[size_t(i)];
+    pairs += lq * (lkv - lq) + lq * (lq + 1) / 2;  // row r sees keys 0 .. lkv - lq + r
+    pages += double((b.kv_lens[size_t(i)] + PS - 1) / PS);
+  }
+  const double hq = s.at("Hq"), hkv = s.at("Hkv"), d = s.at("D"), elem = s.at("elem");
+  return {pairs * hq * (4 * d + 5), (double(2 * T - PAD) * hq * d + pages * double(PS) * 2 * hkv * d) * elem};
+}
+}  // namespace
+
+TEST_F(SuiteSpec, FloorsHoldForEveryDrawOfDataDependentWork) {
+  struct Case {
+    const char* id;
+    DrawnWork (*work)(const ResolvedWorkload&, uint64_t);
+    bool bytes_expected;  // min_bytes is the law's expectation (7p's counts every page: compute-bound)
+  };
+  for (const Case& c : {Case{"6p", paged_attention_work, true}, Case{"7p", ragged_paged_attention_work, false}}) {
+    for (const char* size : {"test", "cpu", "full"}) {
+      SCOPED_TRACE(fmt::format("{} at {}", c.id, size));
+      const ResolvedWorkload r = resolve_workload(registry_->find(c.id), size);
+      EXPECT_LT(r.floor_flops, r.useful_flops);
+      const int draws = 400;
+      double flops = 0, bytes = 0;
+      for (int seed = 1; seed <= draws; ++seed) {
+        const DrawnWork w = c.work(r, uint64_t(seed) * 7919);
+        ASSERT_GE(w.flops, r.floor_flops) << "seed " << seed;
+        ASSERT_GE(w.bytes, r.floor_bytes) << "seed " << seed;
+        flops += w.flops / draws;
+        bytes += w.bytes / draws;
+      }
+      EXPECT_NEAR(flops / r.useful_flops, 1.0, 0.05) << "the mean of the draws is not useful_flops";
+      if (c.bytes_expected) EXPECT_NEAR(bytes / r.min_bytes, 1.0, 0.05) << "the mean of the draws is not min_bytes";
+      EXPECT_LE(bytes, r.min_bytes * 1.05);
+    }
+  }
 }
 
 }  // namespace opbench
