@@ -3,7 +3,7 @@
 // experts two SGEMMs (gate, up), one fused silu(g)·u·gate-weight loop, and an SGEMM for the down
 // projection that accumulates into the output. Every expert processes every token, as in JAXBench.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <bit>
 #include <cmath>
 
@@ -70,9 +70,9 @@ extern "C" int32_t ob_run(const ob_call* call) {
   }
 
   for (int64_t n = 0; n < NE; ++n) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(F), int(E), 1.0f, X, int(E),
+    ob_vendor_sgemm('N', 'N', int(T), int(F), int(E), 1.0f, X, int(E),
                 Wg + n * E * F, int(F), 0.0f, G, int(F));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(F), int(E), 1.0f, X, int(E),
+    ob_vendor_sgemm('N', 'N', int(T), int(F), int(E), 1.0f, X, int(E),
                 Wu + n * E * F, int(F), 0.0f, U, int(F));
     // h = silu(g)·u scaled by the token's gate weight for this expert (0 when not selected):
     // w·(h·Wd) = (w·h)·Wd, so the down-projection SGEMM accumulates the weighted sum directly.
@@ -84,7 +84,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
 #pragma omp simd
       for (int64_t f = 0; f < F; ++f) g[f] = w * g[f] / (1.0f + vexp(-g[f])) * u[f];
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(E), int(F), 1.0f, G, int(F),
+    ob_vendor_sgemm('N', 'N', int(T), int(E), int(F), 1.0f, G, int(F),
                 Wd + n * F * E, int(E), n == 0 ? 0.0f : 1.0f, Out, int(E));
   }
   return 0;

@@ -1,10 +1,10 @@
-// 14p_Ragged_Dot baseline: what a compiler plus OpenBLAS does with a ragged dot: one single-threaded SGEMM per
+// 14p_Ragged_Dot baseline: what a compiler plus the vendor BLAS (oneDNN at v4, OpenBLAS at v3) does with a ragged dot: one single-threaded SGEMM per
 // (non-empty group, 256-column tile) of the output, the tiles spread over the threads dynamically,
 // then zeros for any rows past the sum of the sizes. Measured at the cpu size on 2 threads, this is
 // 1.4-2x faster than one OpenBLAS-threaded SGEMM per group (OpenBLAS splits a small group poorly and
 // synchronises its threads once per group) and within a few % of one SGEMM over all M rows.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <cstring>
 #include <vector>
 
@@ -27,7 +27,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
   for (int64_t task = 0; task < G * tiles; ++task) {
     const int64_t g = task / tiles, n0 = (task % tiles) * tile, cols = N - n0 < tile ? N - n0 : tile;
     if (sizes[g] == 0) continue;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(sizes[g]), int(cols), int(K), 1.0f,
+    ob_vendor_sgemm('N', 'N', int(sizes[g]), int(cols), int(K), 1.0f,
                 x + start[g] * K, int(K), W + g * K * N + n0, int(N), 0.0f, out + start[g] * N + n0, int(N));
   }
   std::memset(out + start[G] * N, 0, size_t((M - start[G]) * N) * sizeof(float));

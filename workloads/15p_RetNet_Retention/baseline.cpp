@@ -1,9 +1,9 @@
-// 15p_RetNet_Retention baseline: what a compiler plus OpenBLAS emits for the parallel retention form,
+// 15p_RetNet_Retention baseline: what a compiler plus the vendor BLAS (oneDNN at v4, OpenBLAS at v3) emits for the parallel retention form,
 // per block of query rows: one SGEMM for q·kᵀ against the keys the block can see (j < end of block),
 // one fused loop that applies the decay γ^(i-j) and the causal zeroing and sums |A| per row, one SGEMM
 // with v, and the row normalisation 1/max(Σ|A|, 1) applied to the output rows.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <omp.h>
 #include <bit>
 #include <cmath>
@@ -51,7 +51,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
     float* A = static_cast<float*>(call->workspace) + omp_get_thread_num() * (kRows * S + kRows);
     float* scale = A + kRows * S;
     const int64_t head = bh * S * D;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(n), int(D), 1.0f, Q + head + i0 * D,
+    ob_vendor_sgemm('N', 'T', int(rows), int(n), int(D), 1.0f, Q + head + i0 * D,
                 int(D), K + head, int(D), 0.0f, A, int(n));
     for (int64_t r = 0; r < rows; ++r) {
       float* __restrict a = A + r * n;
@@ -66,7 +66,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
       scale[r] = 1.0f / (abs_sum > 1.0f ? abs_sum : 1.0f);
     }
     float* Ob = O + head + i0 * D;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(D), int(n), 1.0f, A, int(n), V + head,
+    ob_vendor_sgemm('N', 'N', int(rows), int(D), int(n), 1.0f, A, int(n), V + head,
                 int(D), 0.0f, Ob, int(D));
     for (int64_t r = 0; r < rows; ++r) {
       const float s = scale[r];

@@ -1,10 +1,10 @@
-// 16p_Mamba2_SSD baseline: what a compiler plus OpenBLAS emits for the quadratic SSD form: one loop for
+// 16p_Mamba2_SSD baseline: what a compiler plus the vendor BLAS (oneDNN at v4, OpenBLAS at v3) emits for the quadratic SSD form: one loop for
 // the running sums c = cumsum(ln(sigmoid(A_log) + 1e-8)) of every head, then per block of query rows
 // one SGEMM for q·kᵀ against the keys the block can see (j < end of block), one fused loop that applies
 // the decay exp(c_i - c_j) and the causal zeroing and sums each row, one SGEMM with v, and the row
 // normalisation 1/max(|σ|, 1) applied to the output rows.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <omp.h>
 #include <bit>
 #include <cmath>
@@ -74,7 +74,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
     float* scale = c + S;
     for (int64_t j = 0; j < n; ++j) c[j] = float(C[bh * S + j] - C[bh * S + i0]);
     const int64_t head = bh * S * D;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(n), int(D), 1.0f, Q + head + i0 * D,
+    ob_vendor_sgemm('N', 'T', int(rows), int(n), int(D), 1.0f, Q + head + i0 * D,
                 int(D), K + head, int(D), 0.0f, G, int(n));
     for (int64_t r = 0; r < rows; ++r) {
       float* __restrict g = G + r * n;
@@ -92,7 +92,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
       scale[r] = float(1.0 / (mag > 1.0 ? mag : 1.0));
     }
     float* Ob = O + head + i0 * D;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(D), int(n), 1.0f, G, int(n), V + head,
+    ob_vendor_sgemm('N', 'N', int(rows), int(D), int(n), 1.0f, G, int(n), V + head,
                 int(D), 0.0f, Ob, int(D));
     for (int64_t r = 0; r < rows; ++r) {
       const float s = scale[r];

@@ -1,4 +1,4 @@
-// 17p_Triangle_Multiplication baseline: what a compiler plus OpenBLAS emits for the triangle update:
+// 17p_Triangle_Multiplication baseline: what a compiler plus the vendor BLAS (oneDNN at v4, OpenBLAS at v3) emits for the triangle update:
 //   1. per block of positions, one SGEMM of pair_act with the five input-side weights side by side
 //      (the mask is a per-position scalar, so (m·x)·W = m·(x·W)), then a fused loop that applies the
 //      mask and the sigmoid gates and writes Left and Right channel-major, and the output gate;
@@ -6,7 +6,7 @@
 //   3. per block of positions, a fused RMS-norm loop over channels, one SGEMM with W_op, and the
 //      product with the gate.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -75,7 +75,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t p0 = b * kBlock, rows = NN - p0 < kBlock ? NN - p0 : kBlock;
     float* __restrict Pt = scratch + int64_t(omp_get_thread_num()) * (6 * C * kBlock + kBlock);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, int(5 * C), int(rows), int(C), 1.0f, Wcat,
+    ob_vendor_sgemm('T', 'T', int(5 * C), int(rows), int(C), 1.0f, Wcat,
                 int(5 * C), pair + p0 * C, int(C), 0.0f, Pt, int(rows));
     const float* __restrict m = mask + p0;
     for (int64_t c = 0; c < C; ++c) {
@@ -103,7 +103,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
   //    T_c[i, j] = Σ_k Left_c[i, k] · Right_c[j, k].
 #pragma omp parallel for schedule(dynamic, 1) num_threads(call->num_threads)
   for (int64_t c = 0; c < C; ++c)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(N), int(N), 1.0f, Lt + c * NN,
+    ob_vendor_sgemm('N', 'T', int(N), int(N), int(N), 1.0f, Lt + c * NN,
                 int(N), Rt + c * NN, int(N), 0.0f, Tt + c * NN, int(N));
 
   // 3. RMS norm over channels, the output projection and the gate, per block of positions (i, j).
@@ -129,7 +129,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
 #pragma omp simd
       for (int64_t p = 0; p < rows; ++p) u[p] = t[p] * inv[p] * s;
     }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(rows), int(C), int(C), 1.0f, Ut, int(rows),
+    ob_vendor_sgemm('T', 'N', int(rows), int(C), int(C), 1.0f, Ut, int(rows),
                 W_op, int(C), 0.0f, O, int(C));
 #pragma omp simd
     for (int64_t e = 0; e < rows * C; ++e) out[p0 * C + e] *= O[e];

@@ -1,10 +1,10 @@
-// 23k_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp baseline: what a compiler plus OpenBLAS does with
+// 23k_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp baseline: what a compiler plus the vendor BLAS (oneDNN at v4, OpenBLAS at v3) does with
 // JAXBench's program: the full SGEMM x·Wᵀ into the workspace (XLA does not move the row sum through the
 // GEMM), then one fused OpenMP loop per row: the bias and the row sum, then max, mean, logsumexp and
 // logsumexp over the length-1 axis. XLA turns the max and the mean over a length-1 axis into copies but
 // keeps each logsumexp's exp and log, as here.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <cmath>
 
 OB_DEFINE_ABI_VERSION()
@@ -22,7 +22,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
   const float* __restrict bias = static_cast<const float*>(call->inputs[2].data);
   float* Out = static_cast<float*>(call->outputs[0].data);
   float* Y = static_cast<float*>(call->workspace);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.0f, X, int(K), W, int(K),
+  ob_vendor_sgemm('N', 'T', int(M), int(N), int(K), 1.0f, X, int(K), W, int(K),
               0.0f, Y, int(N));
 #pragma omp parallel for schedule(static) num_threads(call->num_threads)
   for (int64_t m = 0; m < M; ++m) {

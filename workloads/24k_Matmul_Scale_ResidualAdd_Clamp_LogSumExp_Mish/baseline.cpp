@@ -1,8 +1,8 @@
-// 24k_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish baseline: what a compiler plus OpenBLAS emits: one
+// 24k_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish baseline: what a compiler plus the vendor BLAS (oneDNN at v4, OpenBLAS at v3) emits: one
 // SGEMM x·Wᵀ into the workspace, then one OpenMP loop over rows: bias, scale, doubling, clamp and row max
 // in one vectorized pass, the exp-sum in a second, and L · mish(L) per row.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <bit>
 #include <cmath>
 
@@ -38,7 +38,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
   const float* __restrict bias = static_cast<const float*>(call->inputs[2].data);
   float* Out = static_cast<float*>(call->outputs[0].data);
   float* T = static_cast<float*>(call->workspace);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.0f, X, int(K), W, int(K),
+  ob_vendor_sgemm('N', 'T', int(M), int(N), int(K), 1.0f, X, int(K), W, int(K),
               0.0f, T, int(N));
 #pragma omp parallel for schedule(static) num_threads(call->num_threads)
   for (int64_t m = 0; m < M; ++m) {

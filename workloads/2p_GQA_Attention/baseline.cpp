@@ -1,10 +1,10 @@
 // 2p_GQA_Attention baseline: what a compiler without a fused attention kernel emits, as in
-// 1p_Flash_Attention: per (batch, query head, block of query rows) an OpenBLAS SGEMM for the scores,
+// 1p_Flash_Attention: per (batch, query head, block of query rows) a vendor SGEMM for the scores,
 // one fused mask + softmax loop, and an SGEMM with V. The [B, S, H, D] layout is read in place through
 // the leading dimensions (no transposes), and each query head indexes its shared kv head (no G-fold
 // copy of k and v). The full S×S products are computed; only the softmax skips masked entries.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <omp.h>
 #include <algorithm>
 #include <bit>
@@ -66,7 +66,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
   const float scale = 1.0f / std::sqrt(float(D));
   const int ldq = int(Hq * D), ldkv = int(Hkv * D);
   // Parallel over (batch, query head, block of 128 query rows) with single-threaded SGEMMs inside
-  // (OpenBLAS runs serially inside an OpenMP region); consecutive tasks share a kv head.
+  // (the vendor SGEMM runs serially inside an OpenMP region); consecutive tasks share a kv head.
   const int64_t blocks = (S + kRowsPerBlock - 1) / kRowsPerBlock;
 #pragma omp parallel num_threads(call->num_threads)
   {
@@ -79,10 +79,10 @@ extern "C" int32_t ob_run(const ob_call* call) {
       const float* Qb = Q + ((b * S + i0) * Hq + h) * D;
       const float* Kh = K + (b * S * Hkv + g) * D;
       const float* Vh = V + (b * S * Hkv + g) * D;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, int(S), int(D), scale, Qb, ldq, Kh, ldkv,
+      ob_vendor_sgemm('N', 'T', rows, int(S), int(D), scale, Qb, ldq, Kh, ldkv,
                   0.0f, P, int(S));
       for (int64_t r = 0; r < rows; ++r) causal_softmax_row(P + r * S, i0 + r, S);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, int(D), int(S), 1.0f, P, int(S), Vh, ldkv,
+      ob_vendor_sgemm('N', 'N', rows, int(D), int(S), 1.0f, P, int(S), Vh, ldkv,
                   0.0f, O + ((b * S + i0) * Hq + h) * D, ldq);
     }
   }

@@ -1,8 +1,8 @@
-// 32k_Gemm_Sigmoid_LogSumExp baseline: what a compiler plus OpenBLAS emits: an SGEMM (W1 transposed)
+// 32k_Gemm_Sigmoid_LogSumExp baseline: what a compiler plus the vendor BLAS (oneDNN at v4, OpenBLAS at v3) emits: an SGEMM (W1 transposed)
 // into a hidden buffer, one OpenMP loop that adds b1 and applies the sigmoid in place, an SGEMM (W2
 // transposed) into a logit buffer, and one OpenMP loop over rows for b2 and the logsumexp.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <bit>
 #include <cmath>
 
@@ -42,7 +42,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
   float* __restrict Out = static_cast<float*>(call->outputs[0].data);
   float* A = static_cast<float*>(call->workspace);  // (M, H)
   float* Z = A + M * H;                             // (M, N)
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(H), int(K), 1.0f, X, int(K), W1,
+  ob_vendor_sgemm('N', 'T', int(M), int(H), int(K), 1.0f, X, int(K), W1,
               int(K), 0.0f, A, int(H));
 #pragma omp parallel for schedule(static) num_threads(call->num_threads)
   for (int64_t m = 0; m < M; ++m) {
@@ -50,7 +50,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
 #pragma omp simd
     for (int64_t j = 0; j < H; ++j) a[j] = 1.0f / (1.0f + vexp(-(a[j] + b1[j])));
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(H), 1.0f, A, int(H), W2,
+  ob_vendor_sgemm('N', 'T', int(M), int(N), int(H), 1.0f, A, int(H), W2,
               int(H), 0.0f, Z, int(N));
 #pragma omp parallel for schedule(static) num_threads(call->num_threads)
   for (int64_t m = 0; m < M; ++m) {

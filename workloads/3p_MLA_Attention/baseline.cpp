@@ -1,10 +1,10 @@
-// 3p_MLA_Attention baseline: what a compiler plus OpenBLAS emits. Every projection is one SGEMM over all
+// 3p_MLA_Attention baseline: what a compiler plus the vendor BLAS (oneDNN at v4, OpenBLAS at v3) emits. Every projection is one SGEMM over all
 // B·S tokens (the latent slice of c is read in place through its leading dimension); RoPE and the
 // assembly of the per-head key [k_nope ‖ rope(kr)] (XLA's concat of the broadcast rope key) are one
 // fused loop; attention follows 1p_Flash_Attention: per (batch, head, block of query rows) an SGEMM for
 // the scores, a fused mask + softmax loop and an SGEMM with V; the output projection is one SGEMM.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <omp.h>
 #include <algorithm>
 #include <bit>
@@ -90,7 +90,7 @@ static inline void rope_in_place(float* u, const float* __restrict cs, const flo
 }
 
 static void gemm(int M, int N, int K, const float* A, int lda, const float* Bm, int ldb, float* C, int ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, lda, Bm, ldb, 0.0f, C, ldc);
+  ob_vendor_sgemm('N', 'N', M, N, K, 1.0f, A, lda, Bm, ldb, 0.0f, C, ldc);
 }
 
 extern "C" int32_t ob_run(const ob_call* call) {
@@ -153,10 +153,10 @@ extern "C" int32_t ob_run(const ob_call* call) {
       const int64_t bh = t / blocks, i0 = (t % blocks) * kRowsPerBlock;
       const int64_t b = bh / d.H, h = bh % d.H;
       const int rows = int(std::min(kRowsPerBlock, d.S - i0));
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, int(d.S), int(W), scale,
+      ob_vendor_sgemm('N', 'T', rows, int(d.S), int(W), scale,
                   q + (b * d.S + i0) * HW + h * W, int(HW), k + b * d.S * HW + h * W, int(HW), 0.0f, P, int(d.S));
       for (int64_t r = 0; r < rows; ++r) causal_softmax_row(P + r * d.S, i0 + r, d.S);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, int(d.DV), int(d.S), 1.0f, P, int(d.S),
+      ob_vendor_sgemm('N', 'N', rows, int(d.DV), int(d.S), 1.0f, P, int(d.S),
                   v + b * d.S * HV + h * d.DV, int(HV), 0.0f, o + (b * d.S + i0) * HV + h * d.DV, int(HV));
     }
   }

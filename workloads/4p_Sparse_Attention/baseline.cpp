@@ -1,9 +1,9 @@
 // 4p_Sparse_Attention baseline: what a compiler without a sparse attention kernel emits (JAX computes
 // the dense scores and masks them), as in 1p_Flash_Attention: per (batch, query head, block of query
-// rows) an OpenBLAS SGEMM for the S×S scores, one fused mask + softmax loop over the kept ranges, and
+// rows) a vendor SGEMM for the S×S scores, one fused mask + softmax loop over the kept ranges, and
 // an SGEMM with V. Each query head indexes its shared kv head (no copy of k and v).
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <omp.h>
 #include <algorithm>
 #include <bit>
@@ -83,7 +83,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
   float* O = static_cast<float*>(call->outputs[0].data);
   float* workspace = static_cast<float*>(call->workspace);
   // Parallel over (batch, query head, block of 128 query rows) with single-threaded SGEMMs inside
-  // (OpenBLAS runs serially inside an OpenMP region); consecutive tasks share a kv head.
+  // (the vendor SGEMM runs serially inside an OpenMP region); consecutive tasks share a kv head.
   const int64_t blocks = (S + kRowsPerBlock - 1) / kRowsPerBlock;
 #pragma omp parallel num_threads(call->num_threads)
   {
@@ -95,10 +95,10 @@ extern "C" int32_t ob_run(const ob_call* call) {
       const int rows = int(std::min(kRowsPerBlock, S - i0));
       const float* Kh = K + (b * Hkv + h / group) * S * D;
       const float* Vh = V + (b * Hkv + h / group) * S * D;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, int(S), int(D), 1.0f, Q + (bh * S + i0) * D,
+      ob_vendor_sgemm('N', 'T', rows, int(S), int(D), 1.0f, Q + (bh * S + i0) * D,
                   int(D), Kh, int(D), 0.0f, P, int(S));
       for (int64_t r = 0; r < rows; ++r) sparse_softmax_row(P + r * S, i0 + r, S, W, G);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, int(D), int(S), 1.0f, P, int(S), Vh, int(D),
+      ob_vendor_sgemm('N', 'N', rows, int(D), int(S), 1.0f, P, int(S), Vh, int(D),
                   0.0f, O + (bh * S + i0) * D, int(D));
     }
   }

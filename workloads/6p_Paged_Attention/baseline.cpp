@@ -1,10 +1,10 @@
-// 6p_Paged_Attention baseline: what a compiler plus OpenBLAS emits for paged decode attention: per
+// 6p_Paged_Attention baseline: what a compiler plus the vendor BLAS (oneDNN at v4, OpenBLAS at v3) emits for paged decode attention: per
 // (sequence, kv head), gather the sequence's first kv_lens[s] keys from the page table into a
 // contiguous buffer, one SGEMM for the scores of the G = Hq/Hkv query heads that share the kv head,
 // a fused softmax loop, then gather the values into the same buffer and one SGEMM for P·V.
 // Pages past kv_lens[s] are never read (their probabilities are exactly 0).
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <omp.h>
 #include <bit>
 #include <cmath>
@@ -56,7 +56,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
   float* O = static_cast<float*>(call->outputs[0].data);
   const int64_t slice = per_thread_floats(call);
   const float scale = 1.0f / std::sqrt(float(D));
-  // One task per (sequence, kv head); OpenBLAS runs single-threaded inside the region.
+  // One task per (sequence, kv head); the vendor SGEMM runs single-threaded inside the region.
 #pragma omp parallel for schedule(dynamic, 1) num_threads(call->num_threads)
   for (int64_t task = 0; task < N * Hkv; ++task) {
     const int64_t s = task / Hkv, g = task % Hkv;
@@ -73,7 +73,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
     };
     const float* Qg = Q + (int64_t(cu_q_lens[s]) * Hq + g * G) * D;  // the G heads of the group, (G × D)
     gather(K);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(G), int(len), int(D), scale, Qg, int(D), buf,
+    ob_vendor_sgemm('N', 'T', int(G), int(len), int(D), scale, Qg, int(D), buf,
                 int(D), 0.0f, P, int(len));
     for (int64_t r = 0; r < G; ++r) {
       float* __restrict row = P + r * len;
@@ -91,7 +91,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
       for (int64_t t = 0; t < len; ++t) row[t] *= inv;
     }
     gather(V);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(G), int(D), int(len), 1.0f, P, int(len), buf,
+    ob_vendor_sgemm('N', 'N', int(G), int(D), int(len), 1.0f, P, int(len), buf,
                 int(D), 0.0f, O + (s * Hq + g * G) * D, int(D));
   }
   return 0;

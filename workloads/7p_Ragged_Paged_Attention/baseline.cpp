@@ -1,11 +1,11 @@
-// 7p_Ragged_Paged_Attention baseline: what a compiler plus OpenBLAS emits for ragged paged attention:
+// 7p_Ragged_Paged_Attention baseline: what a compiler plus the vendor BLAS (oneDNN at v4, OpenBLAS at v3) emits for ragged paged attention:
 // per (active sequence, kv head), gather the sequence's first kv_len keys and values from the page
 // table into contiguous buffers, then per block of query rows pack the rows of the G = Hq/Hkv query
 // heads that share the kv head, one SGEMM for the scores against the keys the block can see (causal
 // limit of its last row), a fused mask + softmax loop, and one SGEMM for P·V. Pages past kv_len are
 // never read; rows of no active sequence are zeroed.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <omp.h>
 #include <bit>
 #include <cmath>
@@ -67,7 +67,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
   std::memset(O + last * row, 0, size_t((T - last) * row) * sizeof(float));
 
   // One task per (sequence, kv head), prefill chunks (the last sequences) first for load balance;
-  // OpenBLAS runs single-threaded inside the region.
+  // the vendor SGEMM runs single-threaded inside the region.
 #pragma omp parallel for schedule(dynamic, 1) num_threads(call->num_threads)
   for (int64_t task = num_seqs * Hkv - 1; task >= 0; --task) {
     const int64_t i = task / Hkv, g = task % Hkv;
@@ -91,7 +91,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
       // Packed row m = (token r0 + m / G, head g·G + m mod G): the group's heads are adjacent in a token row.
       for (int64_t r = 0; r < tokens; ++r)
         std::memcpy(Qp + r * G * D, Q + (q_start + r0 + r) * row + g * G * D, G * D * sizeof(float));
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(n), int(D), scale, Qp, int(D), Kb,
+      ob_vendor_sgemm('N', 'T', int(rows), int(n), int(D), scale, Qp, int(D), Kb,
                   int(D), 0.0f, S, int(n));
       for (int64_t m = 0; m < rows; ++m) {
         float* __restrict s = S + m * n;
@@ -110,7 +110,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
         for (int64_t t = 0; t < visible; ++t) s[t] *= inv;
         for (int64_t t = visible; t < n; ++t) s[t] = 0.0f;
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(D), int(n), 1.0f, S, int(n), Vb,
+      ob_vendor_sgemm('N', 'N', int(rows), int(D), int(n), 1.0f, S, int(n), Vb,
                   int(D), 0.0f, Op, int(D));
       for (int64_t r = 0; r < tokens; ++r)
         std::memcpy(O + (q_start + r0 + r) * row + g * G * D, Op + r * G * D, G * D * sizeof(float));

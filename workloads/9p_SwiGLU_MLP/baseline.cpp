@@ -1,7 +1,7 @@
-// 9p_SwiGLU_MLP baseline: what a compiler plus OpenBLAS emits: two SGEMMs for the gate and up
+// 9p_SwiGLU_MLP baseline: what a compiler plus the vendor BLAS (oneDNN at v4, OpenBLAS at v3) emits: two SGEMMs for the gate and up
 // projections, one fused silu(g)·u loop, and one SGEMM for the down projection.
 #include <opbench/kernel.h>
-#include <cblas.h>
+#include <opbench/vendor_sgemm.h>
 #include <cmath>
 
 OB_DEFINE_ABI_VERSION()
@@ -23,9 +23,9 @@ extern "C" int32_t ob_run(const ob_call* call) {
   float* Out = static_cast<float*>(call->outputs[0].data);
   float* __restrict G = static_cast<float*>(call->workspace);
   float* __restrict U = G + T * F;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(F), int(E), 1.0f, X, int(E), Wg,
+  ob_vendor_sgemm('N', 'N', int(T), int(F), int(E), 1.0f, X, int(E), Wg,
               int(F), 0.0f, G, int(F));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(F), int(E), 1.0f, X, int(E), Wu,
+  ob_vendor_sgemm('N', 'N', int(T), int(F), int(E), 1.0f, X, int(E), Wu,
               int(F), 0.0f, U, int(F));
   // glibc's expf keeps this loop scalar (no -ffast-math), but it is only B·S·F elements: 0.7 ms of
   // 25 ms at the cpu size on 2 threads, so no vectorized exp here.
@@ -36,7 +36,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
 #pragma omp simd
     for (int64_t f = 0; f < F; ++f) g[f] = g[f] / (1.0f + std::exp(-g[f])) * u[f];  // silu(g)·u
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(E), int(F), 1.0f, G, int(F), Wd,
+  ob_vendor_sgemm('N', 'N', int(T), int(E), int(F), 1.0f, G, int(F), Wd,
               int(E), 0.0f, Out, int(E));
   return 0;
 }
