@@ -140,4 +140,19 @@ TEST_F(SuiteSpec, FloorsHoldForEveryDrawOfDataDependentWork) {
   }
 }
 
+// A floor above the expectation would make the impossible-time verdict fire on average inputs: the
+// spec is refused when it is resolved, with the figures in the message.
+TEST_F(SuiteSpec, AFloorAboveTheExpectedWorkIsRefused) {
+  WorkloadSpec w = registry_->find("8p");
+  w.floor_flops = "4*M*K*N";  // twice the useful work
+  EXPECT_THROW(resolve_workload(w, "test"), SpecError);
+  w.floor_flops.clear();
+  w.floor_bytes = "2*(M*K + K*N + M*N) * elem";
+  EXPECT_THROW(resolve_workload(w, "test"), SpecError);
+  w.floor_bytes = "0";  // no bytes at all is no floor a kernel must respect
+  EXPECT_THROW(resolve_workload(w, "test"), SpecError);
+  w.floor_bytes = "(M*K + K*N) * elem";
+  EXPECT_NO_THROW(resolve_workload(w, "test"));
+}
+
 }  // namespace opbench
