@@ -1,4 +1,5 @@
-// 6p_Paged_Attention expert: fused paged decode attention (flash-decoding style), AVX2/FMA + OpenMP.
+// 6p_Paged_Attention expert: fused paged decode attention (flash-decoding style), AVX2/FMA or AVX-512,
+// OpenMP.
 //
 // Work item: one sequence s and a group of KV_HEADS kv heads (all 8 by default). For each kv head of the
 // group its G = Hq/Hkv query heads are processed together, so every K/V row is read from memory once:
@@ -17,6 +18,10 @@
 //    three V loads per key; the online-softmax correction applied when the tile is loaded), V rows in
 //    place or, with PACK_V, first copied contiguous (rows 4 KiB apart alias to the same L1 sets);
 //  - the result, divided by the running sum, is written to out[s, h, :].
+// At x86-64-v4 both products use zmm with d on the lanes instead (G = 8 heads would fill half a zmm):
+// score tiles of 4 keys × 4 heads reduced across the lanes once per tile, P·V tiles of 4 heads × 64 d,
+// masked loads for a D that is no multiple of 16. On Zen 5 (compute-bound here) that is what the
+// broadcast-bound ymm tiles left on the table; on a host with ~26 GB/s of DRAM both run at memory speed.
 // Work items are ordered longest sequence first and scheduled dynamically over the threads (kv_lens
 // are uniform in [1, L], so items differ by up to 2048×).
 #include <opbench/kernel.h>
@@ -168,6 +173,99 @@ static inline void pv_rows(const float* const* vr, int64_t hoff, int64_t n, cons
     for (int c = 0; c < CT; ++c) _mm256_storeu_ps(o + h * ldo + 8 * c, acc[h][c]);
 }
 
+#if defined(__AVX512F__)
+// At x86-64-v4 the score and P·V products use zmm with the d values on the lanes (heads on the lanes
+// would fill only 8 of 16 at G = 8): the score tile is 4 keys × 4 heads of 16 accumulators over the
+// D/16 chunks of a row, reduced across the lanes once at the end; a ragged D reads its last chunk with
+// a mask (the packed queries and accumulators are zero padded to Dp = D rounded up to 16).
+constexpr bool kZmm = true;
+constexpr int QK4 = 4;  // keys (and heads) per zmm score tile
+
+// Lane k of the result = the sum of the 16 lanes of a[k] (a transposing add tree: 30 shuffles, 15 adds).
+static inline __m512 sum_lanes16(const __m512* a) {
+  __m512 b[8], c[4];
+#pragma GCC unroll 8
+  for (int p = 0; p < 8; ++p)  // per 128-bit lane: [x, y, x, y] of a[2p], a[2p+1]
+    b[p] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * p], a[2 * p + 1]), _mm512_unpackhi_ps(a[2 * p], a[2 * p + 1]));
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r)  // per 128-bit lane: a[4r .. 4r+3] partial sums
+    c[r] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * r], b[2 * r + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(b[2 * r], b[2 * r + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 d0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 d1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d0, d1, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(d0, d1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// St[i][j] = Σ_d K_i[d] · Q_j[d] for the 4 keys kr[0 .. 4) + hoff and the 4 packed query rows
+// q + j·ldq (row-major, zero padded to a multiple of 16), St rows lds apart.
+static inline void qk_tile_zmm(const float* const* kr, int64_t hoff, const float* __restrict q, int64_t ldq,
+                               int64_t D, float* __restrict st, int64_t lds) {
+  __m512 acc[QK4 * QK4];
+  const float* r[QK4];
+#pragma GCC unroll 4
+  for (int i = 0; i < QK4; ++i) r[i] = kr[i] + hoff;
+#pragma GCC unroll 16
+  for (int k = 0; k < QK4 * QK4; ++k) acc[k] = _mm512_setzero_ps();
+  auto step = [&](int64_t d, __mmask16 m) {
+    __m512 kv[QK4];
+#pragma GCC unroll 4
+    for (int i = 0; i < QK4; ++i) kv[i] = _mm512_maskz_loadu_ps(m, r[i] + d);
+#pragma GCC unroll 4
+    for (int j = 0; j < QK4; ++j) {
+      const __m512 qv = _mm512_load_ps(q + j * ldq + d);
+#pragma GCC unroll 4
+      for (int i = 0; i < QK4; ++i) acc[i * QK4 + j] = _mm512_fmadd_ps(kv[i], qv, acc[i * QK4 + j]);
+    }
+  };
+  int64_t d = 0;
+#pragma GCC unroll 2
+  for (; d + 16 <= D; d += 16) step(d, 0xFFFF);
+  if (d < D) step(d, __mmask16((1u << (D - d)) - 1));
+  const __m512 s = sum_lanes16(acc);  // 128-bit lane i: key i, heads 0 .. 3
+  _mm_storeu_ps(st, _mm512_extractf32x4_ps(s, 0));
+  _mm_storeu_ps(st + lds, _mm512_extractf32x4_ps(s, 1));
+  _mm_storeu_ps(st + 2 * lds, _mm512_extractf32x4_ps(s, 2));
+  _mm_storeu_ps(st + 3 * lds, _mm512_extractf32x4_ps(s, 3));
+}
+
+// O[h][d0 + 16c] = alpha[h]·O[h][..] + Σ_t Pt[t][h] · V_t[d0 + 16c] for HT heads × CT zmm of d (O rows
+// zero padded to a multiple of 16; the last V vector read with the mask `last`).
+template <int HT, int CT>
+static inline void pv_rows_zmm(const float* const* vr, int64_t hoff, int64_t n, const float* __restrict pt,
+                               int64_t ldp, float* __restrict o, int64_t ldo, const float* alpha, bool first,
+                               int64_t d0, __mmask16 last) {
+  __m512 acc[HT][CT];
+#pragma GCC unroll 8
+  for (int h = 0; h < HT; ++h) {
+    const __m512 a = _mm512_set1_ps(alpha[h]);
+#pragma GCC unroll 8
+    for (int c = 0; c < CT; ++c)
+      acc[h][c] = first ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_load_ps(o + h * ldo + 16 * c), a);
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    const float* row = vr[t] + hoff + d0;
+    __m512 v[CT];
+#pragma GCC unroll 8
+    for (int c = 0; c < CT; ++c) v[c] = _mm512_maskz_loadu_ps(c == CT - 1 ? last : __mmask16(0xFFFF), row + 16 * c);
+#pragma GCC unroll 8
+    for (int h = 0; h < HT; ++h) {
+      const __m512 b = _mm512_set1_ps(pt[t * ldp + h]);
+#pragma GCC unroll 8
+      for (int c = 0; c < CT; ++c) acc[h][c] = _mm512_fmadd_ps(b, v[c], acc[h][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int h = 0; h < HT; ++h)
+#pragma GCC unroll 8
+    for (int c = 0; c < CT; ++c) _mm512_store_ps(o + h * ldo + 16 * c, acc[h][c]);
+}
+#else
+constexpr bool kZmm = false;
+#endif
+
 struct Geometry {
   int64_t D, G, PS;
   int64_t slot_stride, page_stride;  // floats between consecutive slots / pages of one cache
@@ -175,8 +273,8 @@ struct Geometry {
 
 // Per kv head of a group: its packed queries, accumulators and online-softmax state.
 struct HeadState {
-  float* qt;     // D × Mp
-  float* ot;     // Mp × D: the accumulators, one row per query head (padding heads included)
+  float* qt;     // D × Mp (at v4 Mp × Dp: one zero-padded row per query head)
+  float* ot;     // Mp × D (at v4 Mp × Dp): the accumulators, one row per query head (padding heads included)
   float* mrow;   // Mp running max (log2 domain)
   float* lrow;   // Mp running sum
   float* alpha;  // Mp correction of the current block
@@ -192,8 +290,11 @@ struct Scratch {
   float* vpack;        // KB_PAD × D: one kv head's V rows of the block, contiguous
 };
 
+// Floats of a packed query or accumulator row: D, or D rounded up to a whole zmm at v4.
+int64_t d_pad(int64_t D) { return kZmm ? round_up(D, 16) : D; }
+
 int64_t head_floats(int64_t D, int64_t Mp) {
-  return round_up(D * Mp, 16) + round_up(Mp * D, 16) + 3 * round_up(Mp, 16);
+  return 2 * round_up(d_pad(D) * Mp, 16) + 3 * round_up(Mp, 16);
 }
 
 int64_t scratch_floats(int64_t D, int64_t Mp) {
@@ -205,8 +306,8 @@ Scratch carve(float* base, int64_t D, int64_t Mp) {
   Scratch w;
   for (int j = 0; j < KV_HEADS; ++j) {
     HeadState& h = w.head[j];
-    h.qt = base; base += round_up(D * Mp, 16);
-    h.ot = base; base += round_up(Mp * D, 16);
+    h.qt = base; base += round_up(d_pad(D) * Mp, 16);
+    h.ot = base; base += round_up(Mp * d_pad(D), 16);
     h.mrow = base; base += round_up(Mp, 16);
     h.lrow = base; base += round_up(Mp, 16);
     h.alpha = base; base += round_up(Mp, 16);
@@ -266,15 +367,20 @@ template <int NV>
 void decode_item(const Geometry& geo, const Scratch& w, int64_t nh, const float* q, float* o,
                  const float* kbase, const float* vbase, const int32_t* ptab, int64_t n_keys, float qscale) {
   const int64_t D = geo.D, G = geo.G, PS = geo.PS;
-  constexpr int64_t KT = kKT<NV>;
+  constexpr int64_t KT = kZmm ? 4 : kKT<NV>;
   constexpr int64_t Mp = 8 * NV;
+  const int64_t Dp = d_pad(D);
   const int64_t vdelta = vbase - kbase;
   for (int64_t j = 0; j < nh; ++j) {
     const HeadState& h = w.head[j];
     const float* qj = q + j * G * D;
-    // Qt (D × Mp), heads on the lanes, zero padded.
-    for (int64_t d = 0; d < D; ++d)
-      for (int64_t m = 0; m < Mp; ++m) h.qt[d * Mp + m] = m < G ? qj[m * D + d] * qscale : 0.0f;
+    if (kZmm) {  // Q (Mp × Dp), one zero-padded row per head
+      for (int64_t m = 0; m < Mp; ++m)
+        for (int64_t d = 0; d < Dp; ++d) h.qt[m * Dp + d] = m < G && d < D ? qj[m * D + d] * qscale : 0.0f;
+    } else {  // Qt (D × Mp), heads on the lanes, zero padded
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t m = 0; m < Mp; ++m) h.qt[d * Mp + m] = m < G ? qj[m * D + d] * qscale : 0.0f;
+    }
     for (int64_t m = 0; m < Mp; ++m) {
       h.mrow[m] = kNeg;
       h.lrow[m] = 0.0f;
@@ -333,7 +439,12 @@ void decode_item(const Geometry& geo, const Scratch& w, int64_t nh, const float*
       const int64_t n_qk = ntile / KT;
       int64_t pk = p_lo;
       for (int64_t kt = 0; kt < ntile; kt += KT) {
+#if defined(__AVX512F__)
+        for (int64_t h0 = 0; h0 < Mp; h0 += 4)
+          qk_tile_zmm(w.krow + kt, hoff, h.qt + h0 * Dp, Dp, D, w.st + kt * Mp + h0, Mp);
+#else
         qk_tile<KT, NV>(w.krow + kt, hoff, h.qt, Mp, D, w.st + kt * Mp, Mp);
+#endif
         const int64_t upto = p_lo + (p_hi - p_lo) * (kt / KT + 1) / n_qk;
         for (; pk < upto; ++pk) prefetch_row(w.prow[pk], row_bytes);
       }
@@ -357,12 +468,33 @@ void decode_item(const Geometry& geo, const Scratch& w, int64_t nh, const float*
       // O^T += V^T P^T.
       // O += P·V: 4 heads × 24 d per tile (4 × 16 and 4 × 8 for the rest of D), scalar for D mod 8.
       // (The next block's V rows are prefetched spread over the P·V tiles of the first head.)
-      const int64_t pv_calls = Mp / 4 * ((D + 23) / 24);
+      const int64_t pv_calls = Mp / 4 * (kZmm ? (D + 63) / 64 : (D + 23) / 24);
       int64_t pv_call = 0, pf_next = p_lo;
       auto pf_v = [&]() {
         const int64_t upto = std::min(p_hi, p_lo + (p_hi - p_lo) * ++pv_call / pv_calls);
         for (; pf_next < upto; ++pf_next) prefetch_row(w.prow[pf_next] + vdelta, row_bytes);
       };
+#if defined(__AVX512F__)
+      // 4 heads × 64 d per tile (4 zmm of V per key), the rest of D in one tile of 1-3 zmm.
+      const int64_t nc = Dp / 16;
+      const __mmask16 tail = D % 16 ? __mmask16((1u << (D % 16)) - 1) : __mmask16(0xFFFF);
+      for (int64_t h0 = 0; h0 < Mp; h0 += 4) {
+        float* oh = h.ot + h0 * Dp;
+        const float* pt = w.st + h0;
+        const float* al = h.alpha + h0;
+        int64_t c0 = 0;
+        for (; c0 + 4 <= nc; c0 += 4) {
+          pv_rows_zmm<4, 4>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0, c0 + 4 == nc ? tail : 0xFFFF);
+          pf_v();
+        }
+        switch (nc - c0) {
+          case 3: pv_rows_zmm<4, 3>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0, tail); pf_v(); break;
+          case 2: pv_rows_zmm<4, 2>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0, tail); pf_v(); break;
+          case 1: pv_rows_zmm<4, 1>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0, tail); pf_v(); break;
+          default: break;
+        }
+      }
+#else
       for (int64_t h0 = 0; h0 < Mp; h0 += 4) {
         float* oh = h.ot + h0 * D;
         const float* pt = w.st + h0;
@@ -388,6 +520,7 @@ void decode_item(const Geometry& geo, const Scratch& w, int64_t nh, const float*
             oh[hh * D + d0] = acc;
           }
       }
+#endif
       for (; pf_next < p_hi; ++pf_next) prefetch_row(w.prow[pf_next] + vdelta, row_bytes);
     }
     first = false;
@@ -398,7 +531,7 @@ void decode_item(const Geometry& geo, const Scratch& w, int64_t nh, const float*
     for (int64_t m = 0; m < G; ++m) {
       const float inv = 1.0f / h.lrow[m];
       float* orow = o + (j * G + m) * D;
-      for (int64_t d = 0; d < D; ++d) orow[d] = h.ot[m * D + d] * inv;
+      for (int64_t d = 0; d < D; ++d) orow[d] = h.ot[m * Dp + d] * inv;
     }
   }
 }
