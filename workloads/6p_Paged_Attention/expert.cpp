@@ -20,8 +20,9 @@
 //  - the result, divided by the running sum, is written to out[s, h, :].
 // At x86-64-v4 both products use zmm with d on the lanes instead (G = 8 heads would fill half a zmm):
 // score tiles of 4 keys × 4 heads reduced across the lanes once per tile, P·V tiles of 4 heads × 64 d,
-// masked loads for a D that is no multiple of 16. On Zen 5 (compute-bound here) that is what the
-// broadcast-bound ymm tiles left on the table; on a host with ~26 GB/s of DRAM both run at memory speed.
+// masked loads for a D that is no multiple of 16 (the ymm score tiles are bound by their broadcasts).
+// Measured on a 2-vCPU Xeon with ~26 GB/s of DRAM: ymm and zmm both ~21 ms at the cpu size (memory
+// speed); not yet measured on a host where 6p is compute-bound (Zen 5: ymm at 40% of the roofline).
 // Work items are ordered longest sequence first and scheduled dynamically over the threads (kv_lens
 // are uniform in [1, L], so items differ by up to 2048×).
 #include <opbench/kernel.h>
