@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "calibrate/roofline.h"
 #include "cli/slurm_flags.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -86,7 +87,26 @@ Command add_search(CLI::App& root) {
             options.start = o->start;
             options.context = o->context == "full";
             options.compare_expert = o->expert == "on";
-            if (o->executor == "slurm") options.evaluator = slurm_search_evaluator(app, o->slurm, options.out_dir);
+            if (o->executor == "slurm") {
+              // Each job is an `opbench eval` on its node, which measures against that node's roofs.
+              options.evaluator = slurm_search_evaluator(app, o->slurm, options.out_dir);
+            } else {
+              // The machine's roofs, as eval and run use them: every candidate is held against the
+              // roofline floor (an impossibly fast one is untrusted, never the beam's best) and its
+              // feedback quotes its share of the roofline.
+              const int threads = options.eval.threads > 0 ? options.eval.threads : default_thread_count();
+              const auto profile = profile_for_evaluation(options.target, options.eval.isa, threads);
+              if (profile) {
+                apply_profile(options.eval, *profile);
+                options.evaluator = [measure = local_evaluator(*target, options.eval), profile](
+                                        const WorkloadSpec& spec, const std::vector<Implementation>& candidates) {
+                  std::vector<Result> results = measure(spec, candidates);
+                  for (Result& r : results)
+                    if (r.status != Status::harness_error) attach_roofline(r, *profile);
+                  return results;
+                };
+              }
+            }
             std::filesystem::create_directories(options.out_dir);
             nlohmann::json run = {{"label", o->label.empty() ? proposer->name() : o->label},
                                   {"proposer", proposer->name()},

@@ -1,6 +1,7 @@
 #include "search/prompt.h"
 
 #include <cctype>
+#include <cmath>
 #include <random>
 #include <sstream>
 
@@ -76,9 +77,16 @@ std::string measurements_text(const nlohmann::json& f) {
     text += fmt::format("time per call: {:.4f} ms (baseline {:.4f} ms)\n", ms, f.value("baseline_median_ms", 0.0));
     if (f.contains("gflops_per_s") || f.contains("gbytes_per_s"))
       text += fmt::format("achieved: {:.1f} GFLOP/s, {:.1f} GB/s\n", f.value("gflops_per_s", 0.0), f.value("gbytes_per_s", 0.0));
-    if (f.contains("roofline_floor_ms") && ms > 0)
-      text += fmt::format("roofline floor: {:.4f} ms per call on this machine (the least work any input needs); this kernel reaches {:.0f}% of it\n",
-                          f["roofline_floor_ms"].get<double>(), 100 * f["roofline_floor_ms"].get<double>() / ms);
+    // The share of the roofline is what there is left to gain; the floor (the least work any input
+    // needs, lower than the roofline where work depends on drawn values) is only the limit under
+    // which a time is called impossible, so it is not quoted as a share.
+    if (f.contains("roofline_ms") && ms > 0)
+      text += fmt::format("roofline: {:.4f} ms per call on this machine ({}-bound at its peaks); this kernel reaches {:.0f}% of the roofline\n",
+                          f["roofline_ms"].get<double>(), f.value("roofline_bound", std::string("compute")),
+                          100 * f["roofline_ms"].get<double>() / ms);
+    if (f.contains("roofline_floor_ms"))
+      text += fmt::format("impossible-time floor: {:.4f} ms per call (the least work any input needs at peak; a median under half of it is untrusted)\n",
+                          f["roofline_floor_ms"].get<double>());
   }
   if (!f.value("message", std::string()).empty()) text += "message: " + f["message"].get<std::string>() + "\n";
   if (!f.value("errors", std::string()).empty()) text += "errors:\n" + f["errors"].get<std::string>() + "\n";
@@ -144,6 +152,10 @@ nlohmann::json feedback_from_result(const Result& r) {
   if (r.work.gflops_per_s > 0) f["gflops_per_s"] = r.work.gflops_per_s;
   if (r.work.gbytes_per_s > 0) f["gbytes_per_s"] = r.work.gbytes_per_s;
   if (r.integrity.roofline_floor_ms > 0) f["roofline_floor_ms"] = r.integrity.roofline_floor_ms;
+  if (r.roofline && r.roofline->roof_ms > 0 && std::isfinite(r.roofline->roof_ms)) {
+    f["roofline_ms"] = r.roofline->roof_ms;
+    f["roofline_bound"] = r.roofline->bound;
+  }
   std::string errors;
   if (r.status == Status::compile_error) errors = r.build_log;
   else if (r.status != Status::correct) errors = r.correctness.reason;

@@ -36,7 +36,7 @@ struct PromptOptions {
 std::string assemble_prompt(const WorkloadSpec& spec, const ResolvedWorkload& workload, const PromptOptions& options);
 
 // What a proposer is told about an evaluated kernel: status, message, speedup and its interval,
-// timings, achieved GFLOP/s and GB/s against the roofline floor, and the compiler's or the kernel's
+// timings, achieved GFLOP/s and GB/s, the share of the roofline and the impossible-time floor, and the compiler's or the kernel's
 // output when it failed (absolute local paths cut to file names: this text goes to remote APIs).
 // The search and `opbench prompt --feedback` both use it, so they show the same text.
 nlohmann::json feedback_from_result(const Result& result);

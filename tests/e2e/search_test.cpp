@@ -79,6 +79,16 @@ TEST(Search, FindsTheFasterKernelAndSurvivesBrokenOnes) {
       if (c["status"] == "correct") best_translation = std::max(best_translation, c["speedup"].get<double>());
   }
   EXPECT_GT(s["best_speedup"].get<double>(), 1.2 * best_translation) << table;
+  // Every measured candidate was held against this machine's roofline floor, as in eval and run (an
+  // impossibly fast one is untrusted here too), and its feedback quotes its share of the roofline.
+  for (const auto& c : state["evaluated"]) {
+    if (c["status"] != "correct") continue;
+    std::filesystem::path file = state_dir_of(out) / c["file"].get<std::string>();
+    const nlohmann::json r = read_json(file.replace_extension(".json"));
+    EXPECT_GT(r["integrity"]["roofline_floor_ms"].get<double>(), 0) << c["file"];
+    EXPECT_GT(r["roofline"]["roof_ms"].get<double>(), 0) << c["file"];
+    EXPECT_GT(c["feedback"].value("roofline_ms", 0.0), 0) << c["feedback"].dump();
+  }
   EXPECT_EQ(read_file(out / s["best_source"].get<std::string>()), read_file(source_dir() / "examples/8p_GEMM/blocked_avx2.cpp")) << table;
   // Pays back only a speedup over the baseline (OpenBLAS; the blocked example may not beat it here).
   EXPECT_EQ(s["payback_calls"].get<double>() > 0, s["best_speedup"].get<double>() > 1.0) << s.dump(2);

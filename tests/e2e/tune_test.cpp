@@ -5,6 +5,9 @@
 #include <cstdlib>
 
 #include "cli_runner.h"
+#include "core/files.h"
+#include "core/hash.h"
+#include "search/result_store.h"
 
 namespace opbench::testing {
 namespace {
@@ -14,11 +17,21 @@ TEST(Tune, MeasuresEachPointOnceAndResumes) {
   const std::string db = (dir / "store.sqlite").string();
   const std::string kernel = (source_dir() / "tests" / "kernels" / "gemm_tunable.cpp").string();
   std::vector<std::string> args{"tune", "8p", kernel, "--size", "test", "--strategy", "exhaustive", "--budget", "4",
-                                "--max-time", "0.3", "--max-memory", "32M", "--db", db};
+                                "--max-time", "0.3", "--max-memory", "32M", "--db", db, "--threads", "1", "--isa", "x86-64-v3"};
   CliRun first = run_cli(args);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_NE(first.output.find("4 measured now, 0 from the store"), std::string::npos) << first.output;
   EXPECT_NE(first.output.find("stopped: budget"), std::string::npos) << first.output;
+  // Every stored point was held against this machine's roofline floor, as in eval and run: an
+  // impossibly fast point is untrusted, never the winner.
+  {
+    ResultStore store(db);
+    const StoreKey key{ResultStore::machine_key(1, "x86-64-v3"), "8p_GEMM", "test", sha256_hex(read_file(kernel))};
+    const auto points = store.all(key);
+    ASSERT_EQ(points.size(), 4u);
+    for (const auto& p : points)
+      EXPECT_GT(nlohmann::json::parse(p.result_json)["integrity"]["roofline_floor_ms"].get<double>(), 0) << p.result_json.substr(0, 400);
+  }
 
   // The same budget again: the first four come from the store, two more are measured.
   CliRun second = run_cli(args);
