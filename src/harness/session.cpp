@@ -15,6 +15,7 @@
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "core/utf8.h"
+#include "harness/roof_time.h"
 
 namespace opbench {
 namespace {
@@ -668,9 +669,8 @@ void EvaluationSession::verdicts() {
   SpeedupInfo& sp = *r_.speedup;
   // Roofline floor: the least work any input needs (floor_flops, floor_bytes: the useful FLOPs and
   // minimum bytes unless the work depends on drawn values) at peak compute and peak bandwidth.
-  const double compute_floor = options_.peak_flops_per_s > 0 ? w_->floor_flops / options_.peak_flops_per_s : 0;
-  const double memory_floor = options_.peak_bytes_per_s > 0 ? w_->floor_bytes / options_.peak_bytes_per_s : 0;
-  const double floor_s = std::max(compute_floor, memory_floor);
+  const RoofTime floor = time_at_roofs(w_->floor_flops, w_->floor_bytes, options_.peak_flops_per_s, options_.peak_bytes_per_s);
+  const double compute_floor = floor.compute_s, memory_floor = floor.memory_s, floor_s = floor.seconds();
   r_.integrity.roofline_floor_ms = floor_s * 1e3;
   const double median_s = t.per_call_ms.median * 1e-3;
   if (floor_s > 0 && median_s < floor_s) {
