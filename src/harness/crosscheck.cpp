@@ -43,7 +43,7 @@ Loaded load(Target& target, const Implementation& impl, const ResolvedWorkload& 
 
 std::string run_call(Loaded& l) {
   l.outputs->poison(0);
-  BatchOutcome b = l.runner->prepare(0, 1);
+  BatchOutcome b = l.runner->prepare(0, 1, std::chrono::minutes(10));
   if (b.ok()) b = l.runner->run(0, 1, std::chrono::minutes(10));
   return b.ok() ? std::string() : b.detail;
 }

@@ -221,7 +221,7 @@ void EvaluationSession::evict(BufferSet& outputs, int first, int calls) {
 BatchOutcome EvaluationSession::baseline_batch(int first, int calls, std::chrono::milliseconds limit) {
   poison(*baseline_out_, first, calls);
   evict(*baseline_out_, first, calls);
-  BatchOutcome b = baseline_->prepare(first, calls);
+  BatchOutcome b = baseline_->prepare(first, calls, limit);
   if (b.ok()) b = baseline_->run(first, calls, limit);
   if (!b.ok()) throw std::runtime_error("the baseline failed: " + b.detail);
   std::string which;
@@ -232,7 +232,7 @@ BatchOutcome EvaluationSession::baseline_batch(int first, int calls, std::chrono
 std::optional<BatchOutcome> EvaluationSession::candidate_batch(int first, int calls, std::chrono::milliseconds limit) {
   poison(*candidate_out_, first, calls);
   evict(*candidate_out_, first, calls);
-  BatchOutcome b = kernel_->prepare(first, calls);
+  BatchOutcome b = kernel_->prepare(first, calls, limit);
   if (b.ok()) b = kernel_->run(first, calls, limit);
   if (!b.ok()) {
     kernel_failed(b);
@@ -406,8 +406,10 @@ bool EvaluationSession::timing() {
   say("timing");
   // The trials ran with only each batch's sets mapped (a stray read faults, named); the pairs run
   // with every set mapped: re-hiding the sets a batch switches would be timed (KernelRunner::expose_all_sets).
-  if (const BatchOutcome b = baseline_->expose_all_sets(); !b.ok()) throw std::runtime_error("the baseline failed: " + b.detail);
-  if (const BatchOutcome b = kernel_->expose_all_sets(); !b.ok()) return kernel_failed(b);
+  // Bounded like a batch over every set (long_limit, from --timeout): the request runs worker code only,
+  // but a kernel owns that code and could hold the harness there.
+  if (const BatchOutcome b = baseline_->expose_all_sets(long_limit()); !b.ok()) throw std::runtime_error("the baseline failed: " + b.detail);
+  if (const BatchOutcome b = kernel_->expose_all_sets(long_limit()); !b.ok()) return kernel_failed(b);
   TimingOptions topts = options_.timing;
   const double left = seconds_left();
   if (std::isfinite(left)) {

@@ -133,7 +133,9 @@ class KernelRunner {
   // Kept for the harness's call sites and does nothing on the cpu target: no request may run kernel
   // code outside a window the parent times, so run() exposes the batch's sets inside its own timed
   // request (until expose_all_sets()).
-  virtual BatchOutcome prepare(int first_set, int calls) = 0;
+  // `timeout` bounds the request like a batch's: the worker is hostile once the kernel is loaded, and
+  // no request may hold the harness longer than the options allow (--timeout).
+  virtual BatchOutcome prepare(int first_set, int calls, std::chrono::milliseconds timeout) = 0;
   virtual BatchOutcome run(int first_set, int calls, std::chrono::milliseconds timeout) = 0;
   // Ends the hiding of other sets for the rest of the evaluation, in one request the parent times.
   // Before it (correctness trials) a cpu batch's run() makes only its own sets accessible, so a kernel
@@ -141,7 +143,7 @@ class KernelRunner {
   // re-protecting the sets a batch switches costs the worker about 28 us per MiB inside the timed
   // window (about 30 ms a batch at 6p's cpu size), and a hostile kernel can re-open them
   // itself anyway; fresh content before every pair is what makes reading ahead worthless there.
-  virtual BatchOutcome expose_all_sets() { return {}; }
+  virtual BatchOutcome expose_all_sets(std::chrono::milliseconds /*timeout*/) { return {}; }
   // CPU seconds the worker used since it sent its last reply (while it should have been idle), or -1
   // when that cannot be measured. A kernel that leaves work running after ob_run returns shows here.
   virtual double cpu_seconds_since_reply() = 0;

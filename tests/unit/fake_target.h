@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/hash.h"
 #include "core/poison.h"
 #include "targets/target.h"
@@ -105,7 +107,7 @@ class FakeRunner final : public KernelRunner {
     return c;
   }
   double cpu_seconds_total() override { return clock_.cpu_clock ? cpu_s_ : -1; }
-  BatchOutcome prepare(int, int) override { return {}; }
+  BatchOutcome prepare(int, int, std::chrono::milliseconds) override { return {}; }
   static BatchOutcome crashed(const std::string& detail) {
     BatchOutcome o;
     o.kind = BatchOutcome::Kind::crashed;
@@ -113,9 +115,15 @@ class FakeRunner final : public KernelRunner {
     o.detail = detail;
     return o;
   }
-  BatchOutcome expose_all_sets() override {
+  BatchOutcome expose_all_sets(std::chrono::milliseconds timeout) override {
     events_.push_back(name_ + ":expose");
     if (b_.kind == "expose-crash") return crashed("the kernel crashed (signal 11) while the sets were exposed");
+    if (b_.kind == "expose-hang") {  // the kernel holds the worker inside the request: it runs into the limit given
+      BatchOutcome o;
+      o.kind = BatchOutcome::Kind::timed_out;
+      o.detail = fmt::format("no answer within the {:.1f} s limit for exposing the sets", timeout.count() / 1000.0);
+      return o;
+    }
     return {};
   }
   BatchOutcome run(int first, int calls, std::chrono::milliseconds) override {

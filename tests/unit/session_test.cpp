@@ -104,6 +104,16 @@ TEST_F(SessionTest, EveryFailureEndsAsAStatus) {
   EXPECT_NE(eval("compile-error").build_log.find("error: expected ';'"), std::string::npos);
 }
 
+// A worker held inside the request that exposes the sets (its code is the kernel's once loaded) is
+// bounded by --timeout like a batch over every set (at least 60 s), not by a fixed limit of its own.
+TEST_F(SessionTest, ExposingTheSetsIsBoundedByTheTimeoutOption) {
+  options_.timing.call_timeout_s = 0.01;  // x the fake's 1024 sets stays under the 60 s minimum
+  Result r = eval("expose-hang");
+  EXPECT_EQ(r.status, Status::timeout) << r.message;
+  EXPECT_NE(r.message.find("within the 60.0 s limit"), std::string::npos) << r.message;
+  EXPECT_FALSE(r.speedup);
+}
+
 TEST_F(SessionTest, NoisyKernelStopsAtTheTimeCapAndSaysSo) {
   options_.timing.max_seconds = 2;
   options_.timing.target_precision = 0.001;

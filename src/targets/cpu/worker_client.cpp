@@ -458,11 +458,11 @@ BatchOutcome WorkerClient::request(json message, std::chrono::milliseconds timeo
 // request is time it could use).
 // A target whose worker copies a batch's sets to its device (cuda) asks for it here: no kernel code
 // runs in that request, only the worker's copies.
-BatchOutcome WorkerClient::prepare(int first_set, int calls) {
+BatchOutcome WorkerClient::prepare(int first_set, int calls, std::chrono::milliseconds timeout) {
   if (dead_) return *dead_;
   if (!traits_.prepare_requests) return {};
   json answer;
-  BatchOutcome out = request({{"op", "prepare"}, {"first_set", first_set}, {"calls", calls}}, std::chrono::seconds(600),
+  BatchOutcome out = request({{"op", "prepare"}, {"first_set", first_set}, {"calls", calls}}, timeout,
                              fmt::format("copying {} set(s) to the device", calls), &answer);
   if (out.ok() && !answer.value("ok", false)) {
     out.kind = BatchOutcome::Kind::protocol_error;
@@ -494,11 +494,11 @@ BatchOutcome WorkerClient::run(int first_set, int calls, std::chrono::millisecon
 
 // One request, timed by the parent like every other (the window runs from the SIGCONT to the
 // verified stop, and counts in busy_seconds_total): no set holds content that a later pair will time.
-BatchOutcome WorkerClient::expose_all_sets() {
+BatchOutcome WorkerClient::expose_all_sets(std::chrono::milliseconds timeout) {
   if (dead_) return *dead_;
   if (!traits_.hides_sets) return {};
   json answer;
-  BatchOutcome out = request({{"op", "expose_all"}}, std::chrono::seconds(600), "exposing every input set for the timed pairs", &answer);
+  BatchOutcome out = request({{"op", "expose_all"}}, timeout, "exposing every input set for the timed pairs", &answer);
   if (out.ok() && !answer.value("ok", false)) {
     out.kind = BatchOutcome::Kind::protocol_error;
     out.detail = "the worker could not expose the input sets: " + answer.value("reason", std::string("?"));

@@ -53,9 +53,9 @@ class WorkerClient final : public KernelRunner {
     return c;
   }
   DeviceDescription device() const override { return device_; }
-  BatchOutcome prepare(int first_set, int calls) override;
+  BatchOutcome prepare(int first_set, int calls, std::chrono::milliseconds timeout) override;
   BatchOutcome run(int first_set, int calls, std::chrono::milliseconds timeout) override;
-  BatchOutcome expose_all_sets() override;
+  BatchOutcome expose_all_sets(std::chrono::milliseconds timeout) override;
   double cpu_seconds_since_reply() override;
   std::string output_log() const override;
   std::string describe_sandbox() const override { return sandbox_; }

@@ -29,7 +29,7 @@ double seconds_per_call(CudaTarget& target, const std::string& file, int rounds,
   if (!launched.runner) throw std::runtime_error(fmt::format("{} did not load: {}", file, launched.reason));
   KernelRunner& r = *launched.runner;
   auto batch = [&](int n) {
-    BatchOutcome b = r.prepare(0, 1);
+    BatchOutcome b = r.prepare(0, 1, std::chrono::minutes(5));
     if (b.ok()) b = r.run(0, n, std::chrono::minutes(5));
     if (!b.ok() || b.device_seconds <= 0) throw std::runtime_error(fmt::format("{} failed: {}", file, b.detail));
     return b.device_seconds / n;
