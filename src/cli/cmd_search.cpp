@@ -2,8 +2,8 @@
 // evaluated by the harness; state under --out so an interrupted search resumes.
 #include <fmt/format.h>
 
-#include "cli/commands.h"
 #include "calibrate/roofline.h"
+#include "cli/commands.h"
 #include "cli/slurm_flags.h"
 #include "core/error.h"
 #include "core/files.h"
