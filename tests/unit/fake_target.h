@@ -69,7 +69,9 @@ class FakeBuffers final : public BufferSet {
 // "modify-inputs", "clock-lies-100", "expose-crash-100" (dies when asked to expose every set),
 // "stalled-100" (honest, on a machine that holds up every batch with content it has not run before:
 // 3x the calls' time more on the parent's clock, none on the CPU clock), "jolted-100" (the same
-// stalls, at random on 60% of those batches).
+// stalls, at random on 60% of those batches), "cache-jolted-100" (the cache kernel, with its batches
+// of seen content held up at random, 8x their time, on half of them: what a busy core does to a
+// part that short).
 struct Behaviour {
   std::string kind = "correct";
   double call_s = 100e-6;
@@ -145,7 +147,7 @@ class FakeRunner final : public KernelRunner {
       const uint64_t content = in_.digest(s);
       unseen |= !seen_.count(content);
       double call = b_.call_s;
-      if (b_.kind == "cache") {
+      if (b_.kind == "cache" || b_.kind == "cache-jolted") {
         // Remembers what it has seen: ten times faster on inputs it has run before.
         if (seen_.count(content)) call /= 10;
       }
@@ -161,6 +163,7 @@ class FakeRunner final : public KernelRunner {
     if (b_.kind == "stalled" && unseen) waiting = 3 * seconds;
     const double draw = std::uniform_real_distribution<double>(0, 1)(jolts_);
     if (b_.kind == "jolted" && unseen && draw < 0.6) waiting = 3 * seconds;
+    if (b_.kind == "cache-jolted" && !unseen && draw < 0.5) waiting = 8 * seconds;
     cpu_s_ += seconds;
     clock_.now += seconds + waiting + clock_.batch_overhead_s;
     o.parent_seconds = seconds + waiting + clock_.batch_overhead_s;

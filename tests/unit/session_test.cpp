@@ -173,6 +173,17 @@ TEST_F(SessionTest, RandomStallsDoNotMakeAnHonestKernelACheat) {
   EXPECT_EQ(eval("cache-100").status, Status::untrusted);
 }
 
+// A caching kernel whose short parts on seen content a busy core holds up in half the rounds: those
+// rounds are not over the limit, the per-round majority is not reached, but the fastest part of
+// each kind still shows the 10x reuse, far beyond what load does to an honest kernel: untrusted.
+TEST_F(SessionTest, ACachingKernelIsCaughtWhenLoadDisturbsHalfItsRounds) {
+  Result r = eval("cache-jolted-100");
+  EXPECT_EQ(r.status, Status::untrusted) << r.message;
+  EXPECT_EQ(r.integrity.fresh_check, "failed");
+  EXPECT_NEAR(r.integrity.fresh_over_repeat, 10.0, 1e-6);
+  EXPECT_NE(r.message.find("reuses work"), std::string::npos) << r.message;
+}
+
 TEST_F(SessionTest, ClocksThatDisagreeMakeTheSpeedupUnreliable) {
   Result r = eval("clock-lies-100");
   ASSERT_EQ(r.status, Status::correct) << r.message;
