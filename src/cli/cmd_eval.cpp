@@ -52,8 +52,7 @@ Command add_eval(CLI::App& root) {
             }
             auto target = make_target(o->flags.target);
             EvalOptions options = make_eval_options(o->flags);
-            const auto profile = profile_for_evaluation(o->flags.target, options.isa, options.threads > 0 ? options.threads : default_thread_count());
-            if (profile) apply_profile(options, *profile);
+            const auto profile = apply_machine_roofs(options, o->flags.target);
             options.progress = [](const std::string& s) { progress_line(s); };
             Result result = evaluate(spec, impl, *target, options);
             progress_done();

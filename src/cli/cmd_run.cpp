@@ -129,8 +129,7 @@ Command add_run(CLI::App& root) {
             std::unique_ptr<ResultStore> store;
             if (std::find(impls.begin(), impls.end(), "expert") != impls.end()) store = std::make_unique<ResultStore>(ResultStore::default_path());
             const int threads = options.threads > 0 ? options.threads : default_thread_count();
-            const auto profile = profile_for_evaluation(o->flags.target, options.isa, threads);
-            if (profile) apply_profile(options, *profile);
+            const auto profile = apply_machine_roofs(options, o->flags.target);
             std::vector<Result> results;
             // Workloads whose spec does not load were attempted too: they are entries, not omissions.
             if (shard.whole())

@@ -94,10 +94,7 @@ Command add_search(CLI::App& root) {
               // The machine's roofs, as eval and run use them: every candidate is held against the
               // roofline floor (an impossibly fast one is untrusted, never the beam's best) and its
               // feedback quotes its share of the roofline.
-              const int threads = options.eval.threads > 0 ? options.eval.threads : default_thread_count();
-              const auto profile = profile_for_evaluation(options.target, options.eval.isa, threads);
-              if (profile) {
-                apply_profile(options.eval, *profile);
+              if (const auto profile = apply_machine_roofs(options.eval, options.target)) {
                 options.evaluator = [measure = local_evaluator(*target, options.eval), profile](
                                         const WorkloadSpec& spec, const std::vector<Implementation>& candidates) {
                   std::vector<Result> results = measure(spec, candidates);

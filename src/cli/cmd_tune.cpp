@@ -56,8 +56,7 @@ Command add_tune(CLI::App& root) {
             options.eval = make_eval_options(o->flags);
             // The machine's roofs, as eval and run use them: without them no tuned point is held
             // against the roofline floor, and an impossibly fast one would be stored as the winner.
-            const int threads = options.eval.threads > 0 ? options.eval.threads : default_thread_count();
-            if (const auto profile = profile_for_evaluation(o->flags.target, options.eval.isa, threads)) apply_profile(options.eval, *profile);
+            apply_machine_roofs(options.eval, o->flags.target);
             const double space = space_size(parse_tunable_params(read_file(kernel.source)));
             const size_t planned = o->tune.budget > 0 ? size_t(o->tune.budget) : size_t(space);
             fmt::print(stderr, "tuning {} on {} ({} size), {} points in the space, strategy {}\n", kernel.source.string(), spec.id,

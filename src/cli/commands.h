@@ -145,5 +145,9 @@ std::string profile_isa_level(const std::string& target, const std::string& isa)
 // Gives the harness the profile's ceilings at options.threads (EvalOptions::peak_flops_per_s and
 // peak_bytes_per_s), so its verdicts hold the median against the roofline floor.
 void apply_profile(opbench::EvalOptions& options, const MachineProfile& profile);
+// What every command that evaluates here (eval, run, tune, search) does before it evaluates: the
+// machine's profile for the options' target, level and threads, its roofs applied to `options`.
+// Returns the profile (for roofline positions), or nothing when there is none.
+std::optional<MachineProfile> apply_machine_roofs(opbench::EvalOptions& options, const std::string& target);
 
 }  // namespace opbench::cli

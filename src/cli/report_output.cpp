@@ -31,6 +31,12 @@ std::optional<MachineProfile> profile_for_evaluation(const std::string& target, 
   }
 }
 
+std::optional<MachineProfile> apply_machine_roofs(EvalOptions& options, const std::string& target) {
+  auto profile = profile_for_evaluation(target, options.isa, options.threads > 0 ? options.threads : default_thread_count());
+  if (profile) apply_profile(options, *profile);
+  return profile;
+}
+
 void apply_profile(EvalOptions& options, const MachineProfile& profile) {
   const int threads = options.threads > 0 ? options.threads : default_thread_count();
   options.peak_flops_per_s = profile.peak_gflops(threads) * 1e9;
