@@ -619,28 +619,28 @@ bool EvaluationSession::fresh_inputs() {
   // target has one) on the CPU clock. A reusing kernel is over in nearly every round; an honest one
   // beside a load that takes its cores is over in some rounds at random (a 2-thread kernel whose
   // partner thread lost its core waits on both clocks), so the verdict needs most rounds over.
+  // Over `limit` on the time of record and, where there is one, on the CPU clock (a CPU reading
+  // that is missing does not clear the kernel). `rel(clock)` is the relative ratio on that clock.
+  auto over_on_both_clocks = [&](auto rel, double limit) {
+    if (!(rel(0) > limit)) return false;
+    if (!cpu_clock) return true;
+    const double cpu = rel(1);
+    return !std::isfinite(cpu) || cpu > limit;
+  };
   auto round_over = [&](int round) {
     auto rel = [&](int clock) {
       const double cand = times[clock][0][1][size_t(round)] / times[clock][0][0][size_t(round)];
       const double base = times[clock][1][1][size_t(round)] / times[clock][1][0][size_t(round)];
       return cand / std::max(1.0, base);
     };
-    if (!(rel(0) > kFreshSlowdownLimit)) return false;
-    if (!cpu_clock) return true;
-    const double cpu = rel(1);
-    return !std::isfinite(cpu) || cpu > kFreshSlowdownLimit;
+    return over_on_both_clocks(rel, kFreshSlowdownLimit);
   };
   auto rounds_over = [&] {
     int n = 0;
     for (size_t r = 0; r < times[0][0][0].size(); ++r) n += round_over(int(r));
     return n;
   };
-  auto strongly_over = [&] {
-    if (!(relative(0) > kFreshStrongLimit)) return false;
-    if (!cpu_clock) return true;
-    const double cpu = relative(1);
-    return !std::isfinite(cpu) || cpu > kFreshStrongLimit;
-  };
+  auto strongly_over = [&] { return over_on_both_clocks(relative, kFreshStrongLimit); };
   auto over_limit = [&] {
     const int n = int(times[0][0][0].size());
     return n > 0 && (rounds_over() * 5 >= n * 4 || strongly_over());  // at least 80% of the rounds, or far over in the fastest
