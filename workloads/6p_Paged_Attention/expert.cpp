@@ -18,11 +18,17 @@
 //    three V loads per key; the online-softmax correction applied when the tile is loaded), V rows in
 //    place or, with PACK_V, first copied contiguous (rows 4 KiB apart alias to the same L1 sets);
 //  - the result, divided by the running sum, is written to out[s, h, :].
-// At x86-64-v4 both products use zmm with d on the lanes instead (G = 8 heads would fill half a zmm):
-// score tiles of 4 keys × 4 heads reduced across the lanes once per tile, P·V tiles of 4 heads × 64 d,
-// masked loads for a D that is no multiple of 16 (the ymm score tiles are bound by their broadcasts).
-// Measured on a 2-vCPU Xeon with ~26 GB/s of DRAM: ymm and zmm both ~21 ms at the cpu size (memory
-// speed); not yet measured on a host where 6p is compute-bound (Zen 5: ymm at 40% of the roofline).
+// At x86-64-v4 both products use zmm (G = 8 heads on the lanes would fill half a zmm). With G <= 8 the
+// scores use the quad layout (4 heads × 4 d values on the 16 lanes, the key's 4 d values broadcast to the
+// four 128-bit lanes, one 9-op reduction per 4 keys; see qk_quad); with more heads, tiles of 4 keys ×
+// 4 heads with d on the lanes reduced across all 16 lanes once per tile. P·V tiles are 4 heads × 64 d,
+// masked loads for a D that is no multiple of 16.
+// Measured on the 2-vCPU Zen 5 (2026-12-04, a scratch driver calling ob_run, 1 thread): with the pages
+// in L2 the quad layout does 32 GB/s of K/V against 27 for the 4×4 tiles (~1 FMA per cycle, both
+// products about equal); from DRAM both are ~10 ms at the cpu size on 2 threads (26 GB/s, against
+// 66 GB/s of streaming read). Prefetching 1-4 blocks ahead, into L1 or L2, changes nothing there; the same
+// driver with the caches on 2 MiB pages (MADV_HUGEPAGE) took 8.6 ms instead of 10.2: each 4 KiB slot row
+// is its own page, so every row costs a TLB walk and the hardware prefetchers stop at its end.
 // Work items are ordered longest sequence first and scheduled dynamically over the threads (kv_lens
 // are uniform in [1, L], so items differ by up to 2048×).
 #include <opbench/kernel.h>
@@ -232,16 +238,129 @@ static inline void qk_tile_zmm(const float* const* kr, int64_t hoff, const float
   _mm_storeu_ps(st + 3 * lds, _mm512_extractf32x4_ps(s, 3));
 }
 
+// 2^x on 16 lanes, as exp2_ps.
+static inline __m512 exp2_ps512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-127.0f));
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(1.339887440266574e-3f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618437357674640e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550332471162809e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402264791363012e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472028550421e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+// The quad layout (G <= 8 query heads per kv head, the cpu size's G = 8): the score product is done with
+// 4 d values × 4 heads on the 16 lanes, so no lane is idle and no per-dot reduction is needed. For a
+// group a of 4 heads (4a .. 4a+3) and a step s of 4 d values, the packed queries hold
+//   qq[(a·S4 + s)·16 + 4i + p] = Q[4a + i][4s + p]        (S4 = ⌈D/4⌉, zero past G and D)
+// and the key operand is K_t[4s .. 4s+3] broadcast to the four 128-bit lanes (one vbroadcastf32x4 from
+// memory, a load-port op). An accumulator per (key, group) sums 4 partial dots per head; four of them
+// reduce to one vector with 6 shuffles and 3 adds, giving the scores of a key quad q (keys 4q .. 4q+3):
+//   lane 4i + k of P[q·32 + a·16 ..] = score(key 4q + k, head 4a + i),
+// so P[t][h] sits at (t/4)·32 + 4h + t mod 4, and the online-softmax state (running max, sum, alpha)
+// of head h at lane 4h of a 32-float row (each head's value on its 4 lanes).
+// One (key quad, group) vector: 128-bit lane i = [a, b, c, d] summed over their 4 lanes of lane i.
+static inline __m512 reduce_quads(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x44), _mm512_shuffle_ps(a, b, 0xEE));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_ps(c, d, 0x44), _mm512_shuffle_ps(c, d, 0xEE));
+  return _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x88), _mm512_shuffle_ps(ab, cd, 0xDD));
+}
+
+// Scores of the KT (4 or 8) keys kr[0 .. KT) + hoff against the packed queries qq, into KT/4 key quads
+// of P (32 floats each).
+template <int KT>
+static inline void qk_quad(const float* const* kr, int64_t hoff, const float* __restrict qq, int64_t D,
+                           float* __restrict p) {
+  __m512 a[KT], b[KT];
+  const float* r[KT];
+#pragma GCC unroll 8
+  for (int i = 0; i < KT; ++i) {
+    r[i] = kr[i] + hoff;
+    a[i] = _mm512_setzero_ps();
+    b[i] = _mm512_setzero_ps();
+  }
+  const int64_t S4 = (D + 3) / 4;
+  const float* qb = qq + S4 * 16;
+  int64_t s = 0;
+#pragma GCC unroll 2
+  for (; 4 * s + 4 <= D; ++s) {
+    const __m512 qa = _mm512_load_ps(qq + 16 * s), qv = _mm512_load_ps(qb + 16 * s);
+#pragma GCC unroll 8
+    for (int i = 0; i < KT; ++i) {
+      const __m512 k = _mm512_broadcast_f32x4(_mm_loadu_ps(r[i] + 4 * s));
+      a[i] = _mm512_fmadd_ps(k, qa, a[i]);
+      b[i] = _mm512_fmadd_ps(k, qv, b[i]);
+    }
+  }
+  if (4 * s < D) {  // the last 1-3 d values, read with a mask (the row may end at a guard page)
+    const __mmask8 m = __mmask8((1u << (D - 4 * s)) - 1);
+    const __m512 qa = _mm512_load_ps(qq + 16 * s), qv = _mm512_load_ps(qb + 16 * s);
+#pragma GCC unroll 8
+    for (int i = 0; i < KT; ++i) {
+      const __m512 k = _mm512_broadcast_f32x4(_mm_maskz_loadu_ps(m, r[i] + 4 * s));
+      a[i] = _mm512_fmadd_ps(k, qa, a[i]);
+      b[i] = _mm512_fmadd_ps(k, qv, b[i]);
+    }
+  }
+#pragma GCC unroll 2
+  for (int q = 0; q < KT / 4; ++q) {
+    _mm512_store_ps(p + 32 * q, reduce_quads(a[4 * q], a[4 * q + 1], a[4 * q + 2], a[4 * q + 3]));
+    _mm512_store_ps(p + 32 * q + 16, reduce_quads(b[4 * q], b[4 * q + 1], b[4 * q + 2], b[4 * q + 3]));
+  }
+}
+
+// Online softmax of one block of n keys in the quad layout, on the lanes: P becomes exp2(S - max) (keys
+// past n exactly 0), the running max / sum and alpha rows (32 floats, lane 4h) updated.
+static inline void softmax_quad(float* p, int64_t n, float* mrow, float* lrow, float* alpha) {
+  const int64_t nq = (n + 3) / 4;
+  const __m512 neg = _mm512_set1_ps(kNeg);
+  for (int a = 0; a < 2; ++a) {
+    const __m512 mold = _mm512_load_ps(mrow + 16 * a);
+    __m512 mx = mold;
+    for (int64_t q = 0; q < nq; ++q) {
+      float* pq = p + 32 * q + 16 * a;
+      __m512 x = _mm512_load_ps(pq);
+      if (4 * q + 4 > n) {  // keys 4q + k >= n: lanes with k >= n - 4q
+        const __mmask16 valid = __mmask16(((1u << (n - 4 * q)) - 1) * 0x1111u);
+        x = _mm512_mask_blend_ps(valid, neg, x);
+        _mm512_store_ps(pq, x);
+      }
+      mx = _mm512_max_ps(mx, x);
+    }
+    mx = _mm512_max_ps(mx, _mm512_permute_ps(mx, 0xB1));  // max over the 4 lanes of each head
+    mx = _mm512_max_ps(mx, _mm512_permute_ps(mx, 0x4E));
+    const __m512 al = exp2_ps512(_mm512_sub_ps(mold, mx));
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t q = 0; q < nq; ++q) {
+      float* pq = p + 32 * q + 16 * a;
+      const __m512 e = exp2_ps512(_mm512_sub_ps(_mm512_load_ps(pq), mx));
+      _mm512_store_ps(pq, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    sum = _mm512_add_ps(sum, _mm512_permute_ps(sum, 0xB1));
+    sum = _mm512_add_ps(sum, _mm512_permute_ps(sum, 0x4E));
+    _mm512_store_ps(lrow + 16 * a, _mm512_fmadd_ps(_mm512_load_ps(lrow + 16 * a), al, sum));
+    _mm512_store_ps(mrow + 16 * a, mx);
+    _mm512_store_ps(alpha + 16 * a, al);
+  }
+}
+
 // O[h][d0 + 16c] = alpha[h]·O[h][..] + Σ_t Pt[t][h] · V_t[d0 + 16c] for HT heads × CT zmm of d (O rows
 // zero padded to a multiple of 16; the last V vector read with the mask `last`).
-template <int HT, int CT>
+// QUAD: P and alpha in the quad layout (P[t][h] at (t/4)·32 + 4h + t mod 4, alpha[h] at 4h; pt and alpha
+// point at head h0's entries), else P rows ldp apart and alpha dense.
+template <int HT, int CT, bool QUAD = false>
 static inline void pv_rows_zmm(const float* const* vr, int64_t hoff, int64_t n, const float* __restrict pt,
                                int64_t ldp, float* __restrict o, int64_t ldo, const float* alpha, bool first,
                                int64_t d0, __mmask16 last) {
   __m512 acc[HT][CT];
 #pragma GCC unroll 8
   for (int h = 0; h < HT; ++h) {
-    const __m512 a = _mm512_set1_ps(alpha[h]);
+    const __m512 a = _mm512_set1_ps(alpha[QUAD ? 4 * h : h]);
 #pragma GCC unroll 8
     for (int c = 0; c < CT; ++c)
       acc[h][c] = first ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_load_ps(o + h * ldo + 16 * c), a);
@@ -251,9 +370,10 @@ static inline void pv_rows_zmm(const float* const* vr, int64_t hoff, int64_t n, 
     __m512 v[CT];
 #pragma GCC unroll 8
     for (int c = 0; c < CT; ++c) v[c] = _mm512_maskz_loadu_ps(c == CT - 1 ? last : __mmask16(0xFFFF), row + 16 * c);
+    const float* pr = QUAD ? pt + (t >> 2) * 32 + (t & 3) : pt + t * ldp;
 #pragma GCC unroll 8
     for (int h = 0; h < HT; ++h) {
-      const __m512 b = _mm512_set1_ps(pt[t * ldp + h]);
+      const __m512 b = _mm512_set1_ps(pr[QUAD ? 4 * h : h]);
 #pragma GCC unroll 8
       for (int c = 0; c < CT; ++c) acc[h][c] = _mm512_fmadd_ps(b, v[c], acc[h][c]);
     }
@@ -294,8 +414,11 @@ struct Scratch {
 // Floats of a packed query or accumulator row: D, or D rounded up to a whole zmm at v4.
 int64_t d_pad(int64_t D) { return kZmm ? round_up(D, 16) : D; }
 
+// Floats of one online-softmax state row (max, sum or alpha): Mp, or 4 per head in the quad layout.
+int64_t state_floats(int64_t Mp) { return round_up(4 * Mp, 16); }
+
 int64_t head_floats(int64_t D, int64_t Mp) {
-  return 2 * round_up(d_pad(D) * Mp, 16) + 3 * round_up(Mp, 16);
+  return 2 * round_up(d_pad(D) * Mp, 16) + 3 * state_floats(Mp);
 }
 
 int64_t scratch_floats(int64_t D, int64_t Mp) {
@@ -309,9 +432,9 @@ Scratch carve(float* base, int64_t D, int64_t Mp) {
     HeadState& h = w.head[j];
     h.qt = base; base += round_up(d_pad(D) * Mp, 16);
     h.ot = base; base += round_up(Mp * d_pad(D), 16);
-    h.mrow = base; base += round_up(Mp, 16);
-    h.lrow = base; base += round_up(Mp, 16);
-    h.alpha = base; base += round_up(Mp, 16);
+    h.mrow = base; base += state_floats(Mp);
+    h.lrow = base; base += state_floats(Mp);
+    h.alpha = base; base += state_floats(Mp);
   }
   w.st = base; base += round_up(KB_PAD * Mp, 16);
   w.krow = reinterpret_cast<const float**>(base);
@@ -370,19 +493,28 @@ void decode_item(const Geometry& geo, const Scratch& w, int64_t nh, const float*
   const int64_t D = geo.D, G = geo.G, PS = geo.PS;
   constexpr int64_t KT = kZmm ? 4 : kKT<NV>;
   constexpr int64_t Mp = 8 * NV;
+  constexpr bool quad = kZmm && NV == 1;  // the quad layout (G <= 8) at v4
   const int64_t Dp = d_pad(D);
   const int64_t vdelta = vbase - kbase;
   for (int64_t j = 0; j < nh; ++j) {
     const HeadState& h = w.head[j];
     const float* qj = q + j * G * D;
-    if (kZmm) {  // Q (Mp × Dp), one zero-padded row per head
+    if (quad) {  // the quad layout: group a, step s, lane 4i + p = Q[4a + i][4s + p]
+      const int64_t S4 = (D + 3) / 4;
+      for (int64_t a = 0; a < 2; ++a)
+        for (int64_t st = 0; st < S4; ++st)
+          for (int64_t l = 0; l < 16; ++l) {
+            const int64_t m = 4 * a + l / 4, d = 4 * st + l % 4;
+            h.qt[(a * S4 + st) * 16 + l] = m < G && d < D ? qj[m * D + d] * qscale : 0.0f;
+          }
+    } else if (kZmm) {  // Q (Mp × Dp), one zero-padded row per head
       for (int64_t m = 0; m < Mp; ++m)
         for (int64_t d = 0; d < Dp; ++d) h.qt[m * Dp + d] = m < G && d < D ? qj[m * D + d] * qscale : 0.0f;
     } else {  // Qt (D × Mp), heads on the lanes, zero padded
       for (int64_t d = 0; d < D; ++d)
         for (int64_t m = 0; m < Mp; ++m) h.qt[d * Mp + m] = m < G ? qj[m * D + d] * qscale : 0.0f;
     }
-    for (int64_t m = 0; m < Mp; ++m) {
+    for (int64_t m = 0; m < state_floats(Mp); ++m) {
       h.mrow[m] = kNeg;
       h.lrow[m] = 0.0f;
     }
@@ -439,17 +571,33 @@ void decode_item(const Geometry& geo, const Scratch& w, int64_t nh, const float*
       const int64_t p_lo = np * j / nh, p_hi = np * (j + 1) / nh;
       const int64_t n_qk = ntile / KT;
       int64_t pk = p_lo;
-      for (int64_t kt = 0; kt < ntile; kt += KT) {
+      for (int64_t kt = 0; kt < ntile;) {
+        int64_t kt_next = kt + KT;
 #if defined(__AVX512F__)
-        for (int64_t h0 = 0; h0 < Mp; h0 += 4)
-          qk_tile_zmm(w.krow + kt, hoff, h.qt + h0 * Dp, Dp, D, w.st + kt * Mp + h0, Mp);
+        if constexpr (quad) {  // 8 keys per tile (16 accumulators), 4 for the rest of the block
+          if (kt + 8 <= ntile) {
+            qk_quad<8>(w.krow + kt, hoff, h.qt, D, w.st + kt * 8);
+            kt_next = kt + 8;
+          } else {
+            qk_quad<4>(w.krow + kt, hoff, h.qt, D, w.st + kt * 8);
+          }
+        } else {
+          for (int64_t h0 = 0; h0 < Mp; h0 += 4)
+            qk_tile_zmm(w.krow + kt, hoff, h.qt + h0 * Dp, Dp, D, w.st + kt * Mp + h0, Mp);
+        }
 #else
         qk_tile<KT, NV>(w.krow + kt, hoff, h.qt, Mp, D, w.st + kt * Mp, Mp);
 #endif
-        const int64_t upto = p_lo + (p_hi - p_lo) * (kt / KT + 1) / n_qk;
+        kt = kt_next;
+        const int64_t upto = p_lo + (p_hi - p_lo) * (kt / KT) / n_qk;
         for (; pk < upto; ++pk) prefetch_row(w.prow[pk], row_bytes);
       }
-      softmax_block<NV>(w.st, n, h);
+#if defined(__AVX512F__)
+      if constexpr (quad)
+        softmax_quad(w.st, n, h.mrow, h.lrow, h.alpha);
+      else
+#endif
+        softmax_block<NV>(w.st, n, h);
       // The V rows of one kv head sit 4 KiB apart (Hkv·D floats): they all map to the same few L1 sets, and
       // the P·V tiles, which walk the keys at a fixed d, would miss on every row. Read them once into a
       // contiguous buffer (PACK_V), or use them in place.
@@ -481,17 +629,18 @@ void decode_item(const Geometry& geo, const Scratch& w, int64_t nh, const float*
       const __mmask16 tail = D % 16 ? __mmask16((1u << (D % 16)) - 1) : __mmask16(0xFFFF);
       for (int64_t h0 = 0; h0 < Mp; h0 += 4) {
         float* oh = h.ot + h0 * Dp;
-        const float* pt = w.st + h0;
-        const float* al = h.alpha + h0;
+        const float* pt = w.st + (quad ? 4 : 1) * h0;
+        const float* al = h.alpha + (quad ? 4 : 1) * h0;
         int64_t c0 = 0;
         for (; c0 + 4 <= nc; c0 += 4) {
-          pv_rows_zmm<4, 4>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0, c0 + 4 == nc ? tail : 0xFFFF);
+          pv_rows_zmm<4, 4, quad>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0,
+                                  c0 + 4 == nc ? tail : 0xFFFF);
           pf_v();
         }
         switch (nc - c0) {
-          case 3: pv_rows_zmm<4, 3>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0, tail); pf_v(); break;
-          case 2: pv_rows_zmm<4, 2>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0, tail); pf_v(); break;
-          case 1: pv_rows_zmm<4, 1>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0, tail); pf_v(); break;
+          case 3: pv_rows_zmm<4, 3, quad>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0, tail); pf_v(); break;
+          case 2: pv_rows_zmm<4, 2, quad>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0, tail); pf_v(); break;
+          case 1: pv_rows_zmm<4, 1, quad>(vr, vo, n, pt, Mp, oh + 16 * c0, Dp, al, first, 16 * c0, tail); pf_v(); break;
           default: break;
         }
       }
@@ -530,7 +679,7 @@ void decode_item(const Geometry& geo, const Scratch& w, int64_t nh, const float*
   for (int64_t j = 0; j < nh; ++j) {
     const HeadState& h = w.head[j];
     for (int64_t m = 0; m < G; ++m) {
-      const float inv = 1.0f / h.lrow[m];
+      const float inv = 1.0f / h.lrow[quad ? 4 * m : m];
       float* orow = o + (j * G + m) * D;
       for (int64_t d = 0; d < D; ++d) orow[d] = h.ot[m * Dp + d] * inv;
     }
