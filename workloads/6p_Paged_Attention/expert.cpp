@@ -23,7 +23,7 @@
 // four 128-bit lanes, one 9-op reduction per 4 keys; see qk_quad); with more heads, tiles of 4 keys ×
 // 4 heads with d on the lanes reduced across all 16 lanes once per tile. P·V tiles are 4 heads × 64 d,
 // masked loads for a D that is no multiple of 16.
-// Measured on the 2-vCPU Zen 5 (2026-12-04, a scratch driver calling ob_run, 1 thread): with the pages
+// Measured on the 2-vCPU Zen 5 (2026-12-04, tools/paged-decode-driver, 1 thread): with the pages
 // in L2 the quad layout does 32 GB/s of K/V against 27 for the 4×4 tiles (~1 FMA per cycle, both
 // products about equal); from DRAM both are ~10 ms at the cpu size on 2 threads (26 GB/s, against
 // 66 GB/s of streaming read). Prefetching 1-4 blocks ahead, into L1 or L2, changes nothing there; the same
