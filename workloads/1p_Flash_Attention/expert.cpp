@@ -211,8 +211,8 @@ static inline void transpose8(__m256 r[8]) {
 #if defined(__AVX512F__)
 // ---------------------------------------------------------------------------------------------------
 // x86-64-v4 (AVX-512): the same algorithm on zmm. Qᵀ slivers of QS = 32 query rows (two zmm); the
-// score tile is JR = 12 keys × 32 rows (24 accumulators), with the key block transposed once per block
-// (Kᵀ: D × ldkt, so the 12 broadcasts of a d step come from one line through one pointer); the P·V
+// score tile is JR = 12 keys × 32 rows (24 accumulators), reading Kᵀ (D × ldkt, so the 12 broadcasts of a
+// d step come from one line through one pointer; every head's Kᵀ is transposed once per call); the P·V
 // tile is 6 rows × 64 head dims (4 zmm, 24 accumulators). Masked lanes use mask registers, exp2 uses
 // vscalefps.
 constexpr int64_t QS = 32;               // query rows per Qᵀ sliver
