@@ -82,7 +82,7 @@ inline double standard_normal(uint64_t seed, uint64_t i) {
 
 // Element-wise over pairs with no calls and no branches the compiler cannot turn into selects, so
 // that it vectorises the transcendental part.
-__attribute__((optimize("tree-vectorize"), target_clones("avx512f", "avx2", "default"))) void fill_normal_pairs(uint64_t seed, uint64_t first_pair, uint64_t pairs, double* out) {
+__attribute__((optimize("tree-vectorize"), target_clones("arch=x86-64-v4", "avx512f", "avx2", "default"))) void fill_normal_pairs(uint64_t seed, uint64_t first_pair, uint64_t pairs, double* out) {
   constexpr uint64_t kBlock = 256;
   float u[kBlock], v[kBlock], c[kBlock], s[kBlock];
   for (uint64_t b = 0; b < pairs; b += kBlock) {

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "core/compare.h"
@@ -103,4 +105,54 @@ TEST(Compare, TheFastPassHandsInfinitiesToTheExactPass) {
 }
 
 }  // namespace
+// The f32 comparison has a vector fast pass on AVX-512 hosts (a filter: where it finds an element
+// outside, the exact pass describes the range). At every length (its 8-wide steps and their tails), at
+// the tolerance boundary (one float step either side of atol + rtol·|e|, and exact ties) and with a NaN
+// anywhere, the result must be the definition's: verdict, counts and maxima exactly.
+TEST(Compare, EveryPassGivesTheDefinitionsVerdictAtTheBoundary) {
+  const Tolerance tol{std::ldexp(1.0, -17), std::ldexp(1.0, -10)};  // powers of two: exact ties below
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-10.0f, 10.0f);
+  for (size_t n = 1; n <= 41; ++n) {
+    std::vector<float> expected(n), got(n);
+    for (size_t i = 0; i < n; ++i) {
+      const float e = i % 7 == 3 ? 0.0f : value(rng);
+      const double bound = tol.atol + tol.rtol * std::fabs(double(e));
+      float g = float(double(e) + bound);  // near the boundary; one step out, one step in, or exact
+      if (i % 3 == 1) g = std::nextafter(g, INFINITY);
+      if (i % 3 == 2) g = std::nextafter(g, -INFINITY);
+      if (i % 5 == 4) g = e;
+      if (i % 4 == 0) {  // an exact tie, err == atol + rtol·|e| in double: within (<=, not <)
+        const float p = std::ldexp(1.0f, int(i % 9) - 4) * (i % 8 == 0 ? 1.0f : -1.0f);
+        expected[i] = p;
+        got[i] = float(double(p) + (p > 0 ? 1 : -1) * (tol.atol + tol.rtol * std::fabs(double(p))));
+        continue;
+      }
+      expected[i] = e;
+      got[i] = g;
+    }
+    size_t outside = 0;
+    double max_abs = 0, max_rel = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double g = got[i], e = expected[i], err = std::fabs(g - e);
+      outside += !(err <= tol.atol + tol.rtol * std::fabs(e));
+      max_abs = std::max(max_abs, err);
+      if (e != 0) max_rel = std::max(max_rel, err / std::fabs(e));
+    }
+    const Comparison c = compare_tensors(got.data(), expected.data(), n, DType::f32, tol);
+    EXPECT_EQ(c.mismatches, outside) << "n = " << n;
+    EXPECT_EQ(c.max_abs_err, max_abs) << "n = " << n;
+    EXPECT_EQ(c.max_rel_err, max_rel) << "n = " << n;
+    // All within (got = expected except a last element just inside): the fast pass's own maxima.
+    std::vector<float> same = expected;
+    same[n - 1] = float(double(expected[n - 1]) + 0.5 * (tol.atol + tol.rtol * std::fabs(double(expected[n - 1]))));
+    const Comparison ok = compare_tensors(same.data(), expected.data(), n, DType::f32, tol);
+    EXPECT_TRUE(ok.passed()) << "n = " << n;
+    EXPECT_EQ(ok.max_abs_err, std::fabs(double(same[n - 1]) - double(expected[n - 1]))) << "n = " << n;
+    // A NaN anywhere, the tail included, is a mismatch.
+    same[n / 2] = NAN;
+    EXPECT_EQ(compare_tensors(same.data(), expected.data(), n, DType::f32, tol).non_finite, 1u) << "n = " << n;
+  }
+}
+
 }  // namespace opbench

@@ -1,6 +1,7 @@
-// A scratch timing driver for 6p_Paged_Attention kernels, outside the harness: it dlopens a built
-// kernel (.so), calls ob_run on NS input sets in rotation and prints the median call time and the K/V
-// bytes per second. It exists to separate arithmetic from memory in one kernel (the harness measures
+// A scratch timing driver for 6p_Paged_Attention kernels, outside the harness: it dlopens one or more
+// built kernels (.so), calls each in turn on NS input sets in rotation (so that kernels compared in one
+// run share the inputs, their pages and the machine's moment) and prints each one's median call time
+// and K/V bytes per second. It exists to separate arithmetic from memory in one kernel (the harness measures
 // the workload as specified and cannot do that): WRAP=8 folds the page table onto 8 pages, so the
 // caches sit in L2; THP=1 puts them on 2 MiB pages. The first NS calls are checked against a double
 // reference on sampled (sequence, head) pairs. Not a benchmark of record by itself: figures it gives
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -109,26 +111,40 @@ ob_tensor tensor(void* data, int32_t dtype, std::initializer_list<int64_t> shape
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s KERNEL.so [THREADS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s KERNEL.so [KERNEL.so ...] [THREADS]\n", argv[0]);
     return 2;
   }
-  void* lib = dlopen(argv[1], RTLD_NOW);
-  if (!lib) {
-    std::fprintf(stderr, "%s\n", dlerror());
-    return 1;
+  struct Kernel {
+    std::string path;
+    int32_t (*run)(const ob_call*);
+    uint64_t (*workspace_bytes)(const ob_call*);
+    void* workspace = nullptr;
+    std::vector<double> ms;
+  };
+  std::vector<Kernel> kernels;
+  int threads = 2;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg.find(".so") == std::string::npos) {
+      threads = std::atoi(argv[a]);
+      continue;
+    }
+    void* lib = dlopen(arg.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      std::fprintf(stderr, "%s\n", dlerror());
+      return 1;
+    }
+    kernels.push_back({arg, reinterpret_cast<int32_t (*)(const ob_call*)>(dlsym(lib, "ob_run")),
+                       reinterpret_cast<uint64_t (*)(const ob_call*)>(dlsym(lib, "ob_workspace_bytes"))});
   }
-  auto run = reinterpret_cast<int32_t (*)(const ob_call*)>(dlsym(lib, "ob_run"));
-  auto workspace_bytes = reinterpret_cast<uint64_t (*)(const ob_call*)>(dlsym(lib, "ob_workspace_bytes"));
-  const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
   const Shape s{env_or("N", 32), env_or("HQ", 64), env_or("HKV", 8), env_or("D", 128), env_or("PS", 16), env_or("PPS", 128)};
   const int sets = int(env_or("NS", 3)), calls = std::max(int(env_or("IT", 30)), sets + 1);
   std::mt19937 rng(1);
   std::vector<InputSet> in;
   for (int i = 0; i < sets; ++i) in.push_back(make_set(s, rng));
   std::vector<float> out(s.N * s.Hq * s.D);
-  void* workspace = nullptr;
-  std::vector<double> ms;
-  for (int c = 0; c < calls; ++c) {
+  for (int c = 0; c < calls; ++c)
+    for (Kernel& kn : kernels) {
     InputSet& x = in[c % sets];
     const ob_tensor ins[6] = {tensor(x.q.data(), OB_F32, {s.N, s.Hq, s.D}),
                               tensor(x.k.data(), OB_F32, {s.N * s.PPS, s.PS, s.Hkv, s.D}),
@@ -137,26 +153,28 @@ int main(int argc, char** argv) {
                               tensor(x.cu.data(), OB_I32, {s.N + 1})};
     const ob_tensor o = tensor(out.data(), OB_F32, {s.N, s.Hq, s.D});
     ob_call call{ins, 6, &o, 1, nullptr, 0, threads, nullptr};
-    const uint64_t wb = workspace_bytes ? workspace_bytes(&call) : 0;
-    if (!workspace) workspace = std::aligned_alloc(64, (wb + 127) / 64 * 64);
-    call.workspace = workspace;
+    const uint64_t wb = kn.workspace_bytes ? kn.workspace_bytes(&call) : 0;
+    if (!kn.workspace) kn.workspace = std::aligned_alloc(64, (wb + 127) / 64 * 64);
+    call.workspace = kn.workspace;
     call.workspace_bytes = wb;
     const auto t0 = std::chrono::steady_clock::now();
-    if (run(&call) != 0) {
-      std::fprintf(stderr, "ob_run failed\n");
+    if (kn.run(&call) != 0) {
+      std::fprintf(stderr, "%s: ob_run failed\n", kn.path.c_str());
       return 1;
     }
     const auto t1 = std::chrono::steady_clock::now();
-    if (c < sets) std::printf("set %d: max |error| %.3g\n", c, max_error(s, x, out));
-    else ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (c < sets) std::printf("%s, set %d: max |error| %.3g\n", kn.path.c_str(), c, max_error(s, x, out));
+    else kn.ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
-  std::sort(ms.begin(), ms.end());
   double bytes = 0;  // K and V of the pages within each kv_len, averaged over the sets
   for (const auto& x : in)
     for (int32_t l : x.lens) bytes += 2.0 * double((l + s.PS - 1) / s.PS) * double(s.PS * s.Hkv * s.D) * 4;
   bytes /= sets;
-  const double median = ms[ms.size() / 2];
-  std::printf("median %.3f ms, min %.3f ms; %.1f MB of K/V per call, %.1f GB/s at the median\n", median, ms[0],
-              bytes / 1e6, bytes / median / 1e6);
+  for (Kernel& kn : kernels) {
+    std::sort(kn.ms.begin(), kn.ms.end());
+    const double median = kn.ms[kn.ms.size() / 2];
+    std::printf("%s: median %.3f ms, min %.3f ms; %.1f MB of K/V per call, %.1f GB/s at the median\n", kn.path.c_str(),
+                median, kn.ms[0], bytes / 1e6, bytes / median / 1e6);
+  }
   return 0;
 }
