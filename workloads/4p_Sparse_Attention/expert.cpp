@@ -676,8 +676,12 @@ void attend_block(const Shape& s, const float* __restrict Qh, const float* __res
     const float* src = tb.ob + r * Dp;
     float* dst = Oh + (i0 + r) * D;
     int64_t d = 0;
+#if defined(__AVX512F__)
+    const __m512 iz = _mm512_set1_ps(inv);
+    for (; d + 16 <= D; d += 16) _mm512_storeu_ps(dst + d, _mm512_mul_ps(_mm512_load_ps(src + d), iz));
+#endif
     const __m256 iv = _mm256_set1_ps(inv);
-    for (; d + 8 <= D; d += 8) _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_load_ps(src + d), iv));
+    for (; d + 8 <= D; d += 8) _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_loadu_ps(src + d), iv));
     for (; d < D; ++d) dst[d] = src[d] * inv;
   }
 }
