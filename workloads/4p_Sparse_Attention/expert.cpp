@@ -429,62 +429,6 @@ inline void row_range(int64_t i, int64_t j0, int64_t j1, int64_t W, int64_t G, i
   }
 }
 
-// One row of a chunk (cw scores at `row`, keys j0 ...): update the running max m and sum l, write
-// p = exp(s - m) over the kept keys of [lo, hi) (8-aligned hull) and 0 elsewhere, and the rescale
-// alpha of the row's accumulator. With Masked = false every key of [0, cw) is kept.
-template <bool Masked>
-inline void softmax_row(float* __restrict row, int64_t cw, int64_t lo, int64_t hi, int64_t i, int64_t j0, int64_t W,
-                        int64_t G, float& m, float& l, float& alpha) {
-  const int64_t lo8 = lo / 8 * 8, hi8 = round_up(hi, 8);
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256 neg_inf = _mm256_set1_ps(-INFINITY);
-  const __m256i ip1 = _mm256_set1_epi32(int32_t(i + 1));
-  const __m256i imw = _mm256_set1_epi32(int32_t(i - W));
-  const __m256i gv = _mm256_set1_epi32(int32_t(G));
-  auto keep_mask = [&](int64_t c) {
-    const __m256i jv = _mm256_add_epi32(lane, _mm256_set1_epi32(int32_t(j0 + c)));
-    return _mm256_castsi256_ps(_mm256_and_si256(
-        _mm256_cmpgt_epi32(ip1, jv), _mm256_or_si256(_mm256_cmpgt_epi32(jv, imw), _mm256_cmpgt_epi32(gv, jv))));
-  };
-  __m256 mx0 = neg_inf, mx1 = neg_inf;
-  int64_t c = lo8;
-  if (!Masked)
-    for (; c + 16 <= hi8; c += 16) {
-      mx0 = _mm256_max_ps(mx0, _mm256_load_ps(row + c));
-      mx1 = _mm256_max_ps(mx1, _mm256_load_ps(row + c + 8));
-    }
-  for (; c < hi8; c += 8) {
-    __m256 v = _mm256_load_ps(row + c);
-    if (Masked) v = _mm256_blendv_ps(neg_inf, v, keep_mask(c));
-    mx0 = _mm256_max_ps(mx0, v);
-  }
-  const float m_new = std::max(m, hmax(_mm256_max_ps(mx0, mx1)));
-  const float al = m_new == m ? 1.0f : std::exp(m - m_new);  // 0 on the first kept chunk
-  alpha = al;
-  m = m_new;
-  const __m256 mv = _mm256_set1_ps(m_new);
-  __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();
-  c = lo8;
-  if (!Masked)
-    for (; c + 16 <= hi8; c += 16) {
-      const __m256 p0 = exp256(_mm256_sub_ps(_mm256_load_ps(row + c), mv));
-      const __m256 p1 = exp256(_mm256_sub_ps(_mm256_load_ps(row + c + 8), mv));
-      _mm256_store_ps(row + c, p0);
-      _mm256_store_ps(row + c + 8, p1);
-      sum0 = _mm256_add_ps(sum0, p0);
-      sum1 = _mm256_add_ps(sum1, p1);
-    }
-  for (; c < hi8; c += 8) {
-    __m256 p = exp256(_mm256_sub_ps(_mm256_load_ps(row + c), mv));
-    if (Masked) p = _mm256_and_ps(p, keep_mask(c));
-    _mm256_store_ps(row + c, p);
-    sum0 = _mm256_add_ps(sum0, p);
-  }
-  for (c = 0; c < lo8; c += 8) _mm256_store_ps(row + c, _mm256_setzero_ps());
-  for (c = hi8; c < cw; c += 8) _mm256_store_ps(row + c, _mm256_setzero_ps());
-  l = l * al + hsum(_mm256_add_ps(sum0, sum1));
-}
-
 #if defined(__AVX512F__)
 // exp256 on 16 lanes (the same range reduction and polynomial).
 inline __m512 exp512(__m512 x) {
@@ -504,59 +448,109 @@ inline __m512 exp512(__m512 x) {
   return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
 }
 
-// softmax_row on 16 lanes (v4): the row's kept hull widened to 16-aligned bounds (cw is a multiple of
-// 16), the keep mask a mask register; lanes outside the hull or not kept get p = 0, as at v3.
-template <bool Masked>
-inline void softmax_row512(float* __restrict row, int64_t cw, int64_t lo, int64_t hi, int64_t i, int64_t j0, int64_t W,
-                           int64_t G, float& m, float& l, float& alpha) {
-  const int64_t lo16 = lo / 16 * 16, hi16 = round_up(hi, 16);
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
-  auto keep_mask = [&](int64_t c) {  // keep(i, j) = j <= i && (i - j < W || j < G)
-    const __m512i jv = _mm512_add_epi32(lane, _mm512_set1_epi32(int32_t(j0 + c)));
+// The lanes of the softmax: 16 at x86-64-v4, the keep mask a mask register.
+struct Lanes {
+  static constexpr int64_t N = 16;
+  using V = __m512;
+  using M = __mmask16;
+  static V load(const float* p) { return _mm512_load_ps(p); }
+  static void store(float* p, V v) { _mm512_store_ps(p, v); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V exp(V x) { return exp512(x); }
+  static float hmax(V v) { return _mm512_reduce_max_ps(v); }
+  static float hsum(V v) { return _mm512_reduce_add_ps(v); }
+  // keep(i, j) = j <= i && (i - j < W || j < G) for keys j0 + c .. j0 + c + 15
+  static M keep(int64_t i, int64_t jc, int64_t W, int64_t G) {
+    const __m512i jv = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                        _mm512_set1_epi32(int32_t(jc)));
     const __mmask16 causal = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(int32_t(i + 1)), jv);
     const __mmask16 window = _mm512_cmpgt_epi32_mask(jv, _mm512_set1_epi32(int32_t(i - W)));
     const __mmask16 global = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(int32_t(G)), jv);
     return __mmask16(causal & (window | global));
-  };
-  __m512 mx0 = neg_inf, mx1 = neg_inf;
-  int64_t c = lo16;
-  if (!Masked)
-    for (; c + 32 <= hi16; c += 32) {
-      mx0 = _mm512_max_ps(mx0, _mm512_load_ps(row + c));
-      mx1 = _mm512_max_ps(mx1, _mm512_load_ps(row + c + 16));
-    }
-  for (; c < hi16; c += 16) {
-    const __m512 v = _mm512_load_ps(row + c);
-    mx0 = Masked ? _mm512_mask_max_ps(mx0, keep_mask(c), mx0, v) : _mm512_max_ps(mx0, v);
   }
-  const float m_new = std::max(m, _mm512_reduce_max_ps(_mm512_max_ps(mx0, mx1)));
+  static V max_kept(V acc, M m, V v) { return _mm512_mask_max_ps(acc, m, acc, v); }
+  static V kept(M m, V p) { return _mm512_maskz_mov_ps(m, p); }
+};
+#else
+// The lanes of the softmax: 8 at x86-64-v3, the keep mask a vector of all-ones lanes.
+struct Lanes {
+  static constexpr int64_t N = 8;
+  using V = __m256;
+  using M = __m256;
+  static V load(const float* p) { return _mm256_load_ps(p); }
+  static void store(float* p, V v) { _mm256_store_ps(p, v); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V zero() { return _mm256_setzero_ps(); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V exp(V x) { return exp256(x); }
+  static float hmax(V v) { return ::hmax(v); }
+  static float hsum(V v) { return ::hsum(v); }
+  static M keep(int64_t i, int64_t jc, int64_t W, int64_t G) {
+    const __m256i jv = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int32_t(jc)));
+    return _mm256_castsi256_ps(
+        _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(i + 1)), jv),
+                         _mm256_or_si256(_mm256_cmpgt_epi32(jv, _mm256_set1_epi32(int32_t(i - W))),
+                                         _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(G)), jv))));
+  }
+  static V max_kept(V acc, M m, V v) { return _mm256_max_ps(acc, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), v, m)); }
+  static V kept(M m, V p) { return _mm256_and_ps(p, m); }
+};
+#endif
+
+// One row of a chunk (cw scores at `row`, keys j0 ...; cw a multiple of 16): update the running max m
+// and sum l, write p = exp(s - m) over the kept keys of [lo, hi) (hull widened to whole vectors) and 0
+// elsewhere, and the rescale alpha of the row's accumulator. With Masked = false every key of [0, cw)
+// is kept. Scores outside the kept pairs may be stale (their tiles were skipped): masked before use.
+template <bool Masked>
+inline void softmax_row(float* __restrict row, int64_t cw, int64_t lo, int64_t hi, int64_t i, int64_t j0, int64_t W,
+                        int64_t G, float& m, float& l, float& alpha) {
+  using L = Lanes;
+  constexpr int64_t N = L::N;
+  const int64_t lov = lo / N * N, hiv = round_up(hi, N);
+  const typename L::V neg_inf = L::set1(-INFINITY);
+  typename L::V mx0 = neg_inf, mx1 = neg_inf;
+  int64_t c = lov;
+  if (!Masked)
+    for (; c + 2 * N <= hiv; c += 2 * N) {
+      mx0 = L::max(mx0, L::load(row + c));
+      mx1 = L::max(mx1, L::load(row + c + N));
+    }
+  for (; c < hiv; c += N) {
+    const typename L::V v = L::load(row + c);
+    mx0 = Masked ? L::max_kept(mx0, L::keep(i, j0 + c, W, G), v) : L::max(mx0, v);
+  }
+  const float m_new = std::max(m, L::hmax(L::max(mx0, mx1)));
   const float al = m_new == m ? 1.0f : std::exp(m - m_new);  // 0 on the first kept chunk
   alpha = al;
   m = m_new;
-  const __m512 mv = _mm512_set1_ps(m_new);
-  __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
-  c = lo16;
+  const typename L::V mv = L::set1(m_new);
+  typename L::V sum0 = L::zero(), sum1 = L::zero();
+  c = lov;
   if (!Masked)
-    for (; c + 32 <= hi16; c += 32) {
-      const __m512 p0 = exp512(_mm512_sub_ps(_mm512_load_ps(row + c), mv));
-      const __m512 p1 = exp512(_mm512_sub_ps(_mm512_load_ps(row + c + 16), mv));
-      _mm512_store_ps(row + c, p0);
-      _mm512_store_ps(row + c + 16, p1);
-      sum0 = _mm512_add_ps(sum0, p0);
-      sum1 = _mm512_add_ps(sum1, p1);
+    for (; c + 2 * N <= hiv; c += 2 * N) {
+      const typename L::V p0 = L::exp(L::sub(L::load(row + c), mv));
+      const typename L::V p1 = L::exp(L::sub(L::load(row + c + N), mv));
+      L::store(row + c, p0);
+      L::store(row + c + N, p1);
+      sum0 = L::add(sum0, p0);
+      sum1 = L::add(sum1, p1);
     }
-  for (; c < hi16; c += 16) {
-    __m512 p = exp512(_mm512_sub_ps(_mm512_load_ps(row + c), mv));
-    if (Masked) p = _mm512_maskz_mov_ps(keep_mask(c), p);
-    _mm512_store_ps(row + c, p);
-    sum0 = _mm512_add_ps(sum0, p);
+  for (; c < hiv; c += N) {
+    typename L::V p = L::exp(L::sub(L::load(row + c), mv));
+    if (Masked) p = L::kept(L::keep(i, j0 + c, W, G), p);
+    L::store(row + c, p);
+    sum0 = L::add(sum0, p);
   }
-  for (c = 0; c < lo16; c += 16) _mm512_store_ps(row + c, _mm512_setzero_ps());
-  for (c = hi16; c < cw; c += 16) _mm512_store_ps(row + c, _mm512_setzero_ps());
-  l = l * al + _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1));
+  for (c = 0; c < lov; c += N) L::store(row + c, L::zero());
+  for (c = hiv; c < cw; c += N) L::store(row + c, L::zero());
+  l = l * al + L::hsum(L::add(sum0, sum1));
 }
-#endif
 
 struct ThreadBuf {
   float* qp;     // kBQ x D, packed in 6-row k-major slivers
@@ -638,17 +632,10 @@ void attend_block(const Shape& s, const float* __restrict Qh, const float* __res
         }
         tb.rlo[r] = int32_t(lo);
         tb.rhi[r] = int32_t(hi);
-#if defined(__AVX512F__)
-        if (full)
-          softmax_row512<false>(row, cw, 0, cw, i, j0, W, G, tb.m[r], tb.l[r], tb.alpha[r]);
-        else
-          softmax_row512<true>(row, cw, lo, hi, i, j0, W, G, tb.m[r], tb.l[r], tb.alpha[r]);
-#else
         if (full)
           softmax_row<false>(row, cw, 0, cw, i, j0, W, G, tb.m[r], tb.l[r], tb.alpha[r]);
         else
           softmax_row<true>(row, cw, lo, hi, i, j0, W, G, tb.m[r], tb.l[r], tb.alpha[r]);
-#endif
       }
       // O = alpha·O + P·V, per 6-row tile over the union of its rows' kept keys. The 16-column slices
       // of O and V are the outer loop, so each V slice stays in L1 while the row tiles pass over it.
