@@ -218,7 +218,6 @@ static inline void transpose8(__m256 r[8]) {
 constexpr int64_t QS = 32;               // query rows per Qᵀ sliver
 constexpr int JR = 12;                   // keys per score tile
 constexpr int64_t BKR = (BK + JR - 1) / JR * JR;  // score rows (keys) of a block, rounded up to JR
-constexpr int64_t LDKT = BKR + 16;       // row stride of Kᵀ (padded: no cache-set aliasing)
 
 // exp2 for x <= 0, the polynomial of exp2_ps, 2^n applied by vscalefps.
 static inline __m512 exp2_512(__m512 x) {
@@ -320,12 +319,11 @@ struct Scratch {
   float* qt;     // Qᵀ: slivers of D×32
   float* st;     // Sᵀ, then Pᵀ: BKR rows of `rows + 16` (padded stride: no cache-set aliasing)
   float* o;      // O tile: rows × Dp
-  float* kt;     // Kᵀ of the key block: D × LDKT
   float* vb;     // V block copied contiguous and padded to Dp columns (when needed): BK × Dp
   float* m;      // running max (base-2 scores)
   float* l;      // running sum
   float* alpha;  // rescale factor of the current key block
-  const float* kth = nullptr;  // Kᵀ of the whole head (D × ldkth), when ob_run transposed it up front
+  const float* kth = nullptr;  // Kᵀ of the task's head (D × ldkth), transposed by ob_run
   int64_t ldkth = 0;
 };
 
@@ -367,7 +365,7 @@ int64_t padded_rows(int64_t rows) { return (rows + BQ - 1) / BQ * round_up(BQ, Q
 int64_t scratch_floats(int64_t rows, int64_t D) {
   const int64_t R = padded_rows(rows), Dp = round_up(D, 16);
   const int64_t f = round_up(R * D, 16) + round_up(BKR * (R + 16), 16) + round_up(R * Dp, 16) +
-                    round_up(D * LDKT, 16) + round_up(BK * Dp, 16) + 3 * R;
+                    round_up(BK * Dp, 16) + 3 * R;
   return round_up(f, 16);
 }
 
@@ -377,8 +375,7 @@ Scratch carve(float* base, int64_t rows, int64_t D) {
   s.qt = base;
   s.st = s.qt + round_up(R * D, 16);
   s.o = s.st + round_up(BKR * (R + 16), 16);
-  s.kt = s.o + round_up(R * Dp, 16);
-  s.vb = s.kt + round_up(D * LDKT, 16);
+  s.vb = s.o + round_up(R * Dp, 16);
   s.m = s.vb + round_up(BK * Dp, 16);
   s.l = s.m + R;
   s.alpha = s.l + R;
@@ -386,8 +383,9 @@ Scratch carve(float* base, int64_t rows, int64_t D) {
 }
 
 // One query block [i0, i0 + bq) of nh heads that share K and V. Head t reads query rows q[t] + i·ldq
-// and writes output rows out[t] + i·ldo; key/value rows are k + j·ldk, v + j·ldk. cscale = log2(e)/√D.
-void flash_block(int nh, const float* const* q, float* const* out, int64_t ldq, int64_t ldo, const float* k,
+// and writes output rows out[t] + i·ldo; value rows are v + j·ldk, keys come from sc.kth (Kᵀ, so k is
+// not read here). cscale = log2(e)/√D.
+void flash_block(int nh, const float* const* q, float* const* out, int64_t ldq, int64_t ldo, const float* /*k*/,
                  const float* v, int64_t ldk, int64_t S, int64_t D, int64_t i0, int64_t bq, float cscale,
                  const Scratch& sc) {
   const int64_t RS = round_up(bq, QS);  // padded rows per head slice
@@ -444,33 +442,12 @@ void flash_block(int nh, const float* const* q, float* const* out, int64_t ldq, 
     // Keys the block's score tiles reach (the causal limit of the last, padded, row of a slice),
     // rounded up to whole tiles.
     const int64_t jreach = std::min(bk, i0 + RS - j0);
-    const int64_t jtiles = round_up(jreach, JR);
 
-    // Kᵀ of the block: the head's, transposed up front (keys past jreach are real keys there, their
-    // scores are never read: every row's visible keys end before jreach), or transposed here (keys past
-    // jreach zero). V copied when its rows need padding.
-    const float* kb = k + j0 * ldk;
-    const float* ktb = sc.kt;
-    int64_t ldkt = LDKT;
-    if (sc.kth) {
-      ktb = sc.kth + j0;
-      ldkt = sc.ldkth;
-    } else {
-      int64_t j = 0;
-      if (D % 8 == 0) {
-        for (; j + 8 <= jreach; j += 8)
-          for (int64_t d = 0; d < D; d += 8) {
-            __m256 x[8];
-#pragma GCC unroll 8
-            for (int r = 0; r < 8; ++r) x[r] = _mm256_loadu_ps(kb + (j + r) * ldk + d);
-            transpose8(x);
-#pragma GCC unroll 8
-            for (int c = 0; c < 8; ++c) _mm256_storeu_ps(sc.kt + (d + c) * LDKT + j, x[c]);
-          }
-      }
-      for (; j < jtiles; ++j)
-        for (int64_t d = 0; d < D; ++d) sc.kt[d * LDKT + j] = j < jreach ? kb[j * ldk + d] : 0.0f;
-    }
+    // Kᵀ of the block: the head's, transposed up front by ob_run (keys past jreach are real keys there,
+    // their scores are never read: every row's visible keys end before jreach). V copied when its rows
+    // need padding.
+    const float* ktb = sc.kth + j0;
+    const int64_t ldkt = sc.ldkth;
     const float* vb = v + j0 * ldk;
     if (!v_in_place) {
       for (int64_t j = 0; j < jreach; ++j) {
