@@ -127,6 +127,7 @@ json to_json(const Result& r) {
                     {"worker_cpu_s", number(g.worker_cpu_s)},
                     {"baseline_worker_cpu_s", number(g.baseline_worker_cpu_s)},
                     {"cpu_over_threads_wall", number(g.cpu_over_threads_wall)},
+                    {"timed_cpu_over_threads_wall", number(g.timed_cpu_over_threads_wall)},
                     {"worker_cpus", g.worker_cpus},
                     {"checks_not_run", g.checks_not_run}};
   j["timestamp"] = r.timestamp;
@@ -224,6 +225,7 @@ Result result_from_json(const json& j) {
     r.integrity.worker_cpu_s = read_number(g, "worker_cpu_s");
     r.integrity.baseline_worker_cpu_s = g.contains("baseline_worker_cpu_s") ? read_number(g, "baseline_worker_cpu_s") : -1;
     r.integrity.cpu_over_threads_wall = g.contains("cpu_over_threads_wall") ? read_number(g, "cpu_over_threads_wall") : -1;
+    r.integrity.timed_cpu_over_threads_wall = g.contains("timed_cpu_over_threads_wall") ? read_number(g, "timed_cpu_over_threads_wall") : -1;
     r.integrity.worker_cpus = g.value("worker_cpus", 0);
     r.integrity.checks_not_run = g.value("checks_not_run", std::vector<std::string>{});
   }

@@ -66,6 +66,7 @@ struct IntegrityInfo {
   double worker_cpu_s = -1;           // candidate worker's CPU time measured from outside (-1: not measured)
   double baseline_worker_cpu_s = -1;  // the same for the baseline's worker (a kernel cannot inflate it: it is frozen while idle)
   double cpu_over_threads_wall = -1;  // candidate CPU / (threads x wall time inside its requests); > 1: more threads than given
+  double timed_cpu_over_threads_wall = -1;  // the same over the faster half of the timed batches: what the thread-use check judges
   int worker_cpus = 0;                // CPUs the candidate's worker was pinned to (0: not enforced)
   std::vector<std::string> checks_not_run;  // guards this target or machine could not apply, and why
 };

@@ -104,6 +104,10 @@ class EvaluationSession {
   std::vector<std::byte> scratch_, expected_chunk_;
   std::mt19937_64 watch_draw_;
   double candidate_cpu_at_launch_ = -1;
+  // The candidate's worker CPU seconds and the parent's wall seconds of every timed batch (its
+  // prepare and run requests), for the thread-use check.
+  std::vector<double> timed_batch_cpu_s_, timed_batch_wall_s_;
+  double last_batch_cpu_s_ = -1, last_batch_wall_s_ = 0;
 };
 
 }  // namespace opbench

@@ -61,4 +61,20 @@ PairedTiming measure_paired(const std::function<std::optional<PairSample>(size_t
   return out;
 }
 
+FastHalfUse fast_half_cpu_use(const std::vector<double>& cpu_s, const std::vector<double>& wall_s) {
+  std::vector<std::pair<double, double>> batches;  // (wall, cpu)
+  for (size_t i = 0; i < std::min(cpu_s.size(), wall_s.size()); ++i)
+    if (cpu_s[i] >= 0 && wall_s[i] > 0) batches.emplace_back(wall_s[i], cpu_s[i]);
+  FastHalfUse out;
+  if (batches.empty()) return out;
+  std::sort(batches.begin(), batches.end());
+  const size_t keep = (batches.size() + 1) / 2;  // up to and including the median
+  for (size_t i = 0; i < keep; ++i) {
+    out.wall_s += batches[i].first;
+    out.cpu_s += batches[i].second;
+  }
+  out.batches = keep;
+  return out;
+}
+
 }  // namespace opbench

@@ -67,4 +67,13 @@ PairedTiming measure_paired(const std::function<std::optional<PairSample>(size_t
                             const TimingOptions& options, const std::function<void(const std::string&)>& progress = {},
                             const std::function<double()>& clock = {});
 
+// The CPU seconds and wall seconds summed over the faster half of the batches (those whose wall time
+// is at most the median's; at least one): what the thread-use check holds against threads x wall.
+// Entries with a negative CPU reading are left out.
+struct FastHalfUse {
+  double cpu_s = 0, wall_s = 0;
+  size_t batches = 0;
+};
+FastHalfUse fast_half_cpu_use(const std::vector<double>& cpu_s, const std::vector<double>& wall_s);
+
 }  // namespace opbench

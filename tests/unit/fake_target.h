@@ -164,7 +164,18 @@ class FakeRunner final : public KernelRunner {
     const double draw = std::uniform_real_distribution<double>(0, 1)(jolts_);
     if (b_.kind == "jolted" && unseen && draw < 0.6) waiting = 3 * seconds;
     if (b_.kind == "cache-jolted" && !unseen && draw < 0.5) waiting = 8 * seconds;
-    cpu_s_ += seconds;
+    // Thread use (one thread given): "threads" keeps two CPUs busy in every batch; "bimodal" is
+    // honest but every third batch takes 8x as long, all of it busy (a loaded machine's slow batches);
+    // "threads-sleepy" uses two CPUs, and in every third batch sleeps 20x its time to buy allowance.
+    double cpu = seconds;
+    ++batches_;
+    if (b_.kind == "threads") cpu = 2 * seconds;
+    if (b_.kind == "bimodal" && batches_ % 3 == 0) seconds *= 8, cpu = seconds;
+    if (b_.kind == "threads-sleepy") {
+      if (batches_ % 3 == 0) waiting = 20 * seconds, cpu = 0;
+      else cpu = 2 * seconds;
+    }
+    cpu_s_ += cpu;
     clock_.now += seconds + waiting + clock_.batch_overhead_s;
     o.parent_seconds = seconds + waiting + clock_.batch_overhead_s;
     o.worker_seconds = (b_.kind == "clock-lies" ? seconds / 2 : seconds) + waiting;
@@ -186,7 +197,7 @@ class FakeRunner final : public KernelRunner {
   std::vector<std::string>& events_;
   std::mt19937_64 noise_, jolts_{11};
   std::set<uint64_t> seen_;
-  long calls_ = 0;
+  long calls_ = 0, batches_ = 0;
   double cpu_s_ = 0;
 };
 

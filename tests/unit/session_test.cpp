@@ -218,6 +218,36 @@ TEST_F(SessionTest, FasterThanTheRooflineIsUntrusted) {
   EXPECT_NEAR(fine.integrity.roofline_floor_ms, 0.128, 1e-9);
 }
 
+// The thread-use check (one thread given): two CPUs busy in every batch is untrusted; so is two CPUs
+// in the fast batches with long sleeps in a third of them (the sleeps would buy allowance in a sum
+// over every batch); an honest kernel whose every third batch is 8x slower and all busy (a loaded
+// machine) is not, though its CPU is 3.3x the median call times the calls.
+TEST_F(SessionTest, TheThreadUseCheckJudgesTheFastHalfOfTheTimedBatches) {
+  target_.clock.cpu_clock = true;
+  Result threads = eval("threads-100");
+  EXPECT_EQ(threads.status, Status::untrusted) << threads.message;
+  EXPECT_NE(threads.message.find("more threads than it was given"), std::string::npos) << threads.message;
+  EXPECT_NEAR(threads.integrity.timed_cpu_over_threads_wall, 2.0, 0.01);
+  Result sleepy = eval("threads-sleepy-100");
+  EXPECT_EQ(sleepy.status, Status::untrusted) << sleepy.message;
+  EXPECT_NE(sleepy.message.find("faster half of its timed batches"), std::string::npos) << sleepy.message;
+  EXPECT_LT(sleepy.integrity.cpu_over_threads_wall, 1.0) << "over every request the sleeps hide it";
+  Result bimodal = eval("bimodal-100");
+  ASSERT_EQ(bimodal.status, Status::correct) << bimodal.message;
+  EXPECT_NEAR(bimodal.integrity.timed_cpu_over_threads_wall, 1.0, 0.01);
+  EXPECT_GT(bimodal.integrity.worker_cpu_s, 2.5 * bimodal.timing->per_call_ms.median * 1e-3 * double(bimodal.integrity.calls_verified))
+      << "the case the old check (median call x calls) got wrong";
+}
+
+TEST(FastHalfCpuUse, SumsTheBatchesUpToTheMedianWall) {
+  // walls 1, 2, 3, 10, 20 (unsorted), one negative CPU reading dropped.
+  const FastHalfUse u = fast_half_cpu_use({1, 4, 3, 10, 0, -1}, {1, 2, 3, 10, 20, 5});
+  EXPECT_EQ(u.batches, 3u);  // of the five usable: walls 1, 2, 3
+  EXPECT_DOUBLE_EQ(u.wall_s, 1 + 2 + 3);
+  EXPECT_DOUBLE_EQ(u.cpu_s, 1 + 4 + 3);
+  EXPECT_EQ(fast_half_cpu_use({}, {}).batches, 0u);
+}
+
 TEST_F(SessionTest, MemoryBoundLimitsTheInputSets) {
   options_.max_memory_bytes = 64 * 1024;
   Result r = eval("correct-100");
