@@ -79,26 +79,26 @@ double to_seconds(std::chrono::steady_clock::duration d) { return std::chrono::d
 
 }  // namespace
 
-void ExpectedOutputs::capture(const BufferSet& from, int set) {
+void ExpectedOutputs::capture(const BufferSet& from, int set, uint64_t epoch) {
   if (from_ && from_ != &from) digests_.clear();
   from_ = &from;
   const uint64_t d = from.digest(set);
-  for (auto& [s, digest] : digests_)
-    if (s == set) {
-      digest = d;
+  for (Entry& e : digests_)
+    if (e.set == set) {
+      e = {set, d, epoch};
       return;
     }
-  digests_.emplace_back(set, d);
+  digests_.push_back({set, d, epoch});
 }
 
 bool ExpectedOutputs::has(int set) const {
-  return std::any_of(digests_.begin(), digests_.end(), [&](const auto& e) { return e.first == set; });
+  return std::any_of(digests_.begin(), digests_.end(), [&](const Entry& e) { return e.set == set; });
 }
 
-const BufferSet& ExpectedOutputs::source(int set) const {
-  for (const auto& [s, digest] : digests_)
-    if (s == set) {
-      if (from_->digest(set) != digest)
+const BufferSet& ExpectedOutputs::source(int set, uint64_t epoch) const {
+  for (const Entry& e : digests_)
+    if (e.set == set) {
+      if (epoch != e.epoch && from_->digest(set) != e.digest)
         throw std::logic_error(fmt::format("the expected outputs of set {} changed between their capture and their check", set));
       return *from_;
     }
@@ -224,20 +224,22 @@ void EvaluationSession::evict(BufferSet& outputs, int first, int calls) {
   }
 }
 
-BatchOutcome EvaluationSession::baseline_batch(int first, int calls, std::chrono::milliseconds limit) {
+BatchOutcome EvaluationSession::baseline_batch(int first, int calls, std::chrono::milliseconds limit, bool digest_inputs) {
   poison(*baseline_out_, first, calls);
   evict(*baseline_out_, first, calls);
+  ++batches_run_;
   BatchOutcome b = baseline_->prepare(first, calls, limit);
   if (b.ok()) b = baseline_->run(first, calls, limit);
   if (!b.ok()) throw std::runtime_error("the baseline failed: " + b.detail);
   std::string which;
-  if (!inputs_intact(first, calls, &which)) throw std::runtime_error("the baseline modified its inputs (" + which + ")");
+  if (!inputs_intact(first, calls, &which, digest_inputs)) throw std::runtime_error("the baseline modified its inputs (" + which + ")");
   return b;
 }
 
 std::optional<BatchOutcome> EvaluationSession::candidate_batch(int first, int calls, std::chrono::milliseconds limit) {
   poison(*candidate_out_, first, calls);
   evict(*candidate_out_, first, calls);
+  ++batches_run_;
   const double cpu_before = kernel_->cpu_seconds_total();
   BatchOutcome b = kernel_->prepare(first, calls, limit);
   last_batch_wall_s_ = b.parent_seconds;
@@ -254,7 +256,7 @@ std::optional<BatchOutcome> EvaluationSession::candidate_batch(int first, int ca
   return b;
 }
 
-bool EvaluationSession::inputs_intact(int first, int calls, std::string* which) {
+bool EvaluationSession::inputs_intact(int first, int calls, std::string* which, bool digest) {
   for (int i = 0; i < calls; ++i) {
     const int s = (first + i) % sets_;
     std::string damaged;
@@ -262,7 +264,7 @@ bool EvaluationSession::inputs_intact(int first, int calls, std::string* which) 
       *which = "wrote past the end of input " + damaged;
       return false;
     }
-    if (inputs_->digest(s) != input_digests_[size_t(s)]) {
+    if (digest && inputs_->digest(s) != input_digests_[size_t(s)]) {
       *which = fmt::format("input set {} changed", s);
       return false;
     }
@@ -279,32 +281,41 @@ std::string EvaluationSession::verify_set(int set) {
   if (inputs_->digest(set) != input_digests_[size_t(set)]) return "the kernel modified its inputs";
   std::string reason;
   CorrectnessInfo& info = r_.correctness;
-  const BufferSet& expected = expected_.source(set);
+  const BufferSet& expected = expected_.source(set, batches_run_);
   for (int t = 0; t < candidate_out_->tensors(); ++t) {
     const auto& tensor = w_->outputs[size_t(t)];
-    // Compared a chunk at a time: no whole host copy of either side. A chunk of each side (256 KiB of
-    // f32) stays in the comparing thread's L2 between its copy and its comparison; 16 MiB chunks went
-    // to DRAM and back (12p's cpu size: the copies were 13% of the parent's samples).
+    // Compared a chunk at a time, by the evaluation's threads (both workers are frozen meanwhile);
+    // the pieces are merged in order, so the first mismatch is the tensor's first. Where both sides
+    // can be read in place (the cpu arena) they are; else a chunk of each side is copied (256 KiB of
+    // f32, which stays in the comparing thread's L2 between its copy and its comparison), never a
+    // whole host copy of either side.
     constexpr size_t kChunkElements = size_t(64) << 10;
     const size_t elem = dtype_size(tensor.dtype), n = tensor.numel();
     const size_t chunks = (n + kChunkElements - 1) / kChunkElements;
-    // Several chunks are compared by the evaluation's threads (both workers are frozen meanwhile);
-    // the pieces are merged in order, so the first mismatch is the tensor's first.
     std::vector<Comparison> parts(chunks);
     const int workers = int(std::min<size_t>(chunks, size_t(std::max(1, threads_))));
-    std::vector<std::vector<std::byte>> got(size_t(std::max(workers, 1))), want(got.size());
-    got[0].swap(scratch_);  // worker 0 reuses the session's buffers across calls
-    want[0].swap(expected_chunk_);
-    parallel_for(chunks, workers, [&](size_t k, size_t w) {
-      const size_t b = k * kChunkElements, e = std::min(n, b + kChunkElements);
-      got[w].resize(std::min(n, kChunkElements) * elem);
-      want[w].resize(got[w].size());
-      candidate_out_->read_part(set, t, b * elem, got[w].data(), (e - b) * elem);
-      expected.read_part(set, t, b * elem, want[w].data(), (e - b) * elem);
-      parts[k] = compare_tensors(got[w].data(), want[w].data(), e - b, tensor.dtype, w_->tolerance);
-    });
-    got[0].swap(scratch_);
-    want[0].swap(expected_chunk_);
+    const std::byte* got_view = candidate_out_->host_view(set, t);
+    const std::byte* want_view = expected.host_view(set, t);
+    if (got_view && want_view) {
+      parallel_for(chunks, workers, [&](size_t k, size_t) {
+        const size_t b = k * kChunkElements, e = std::min(n, b + kChunkElements);
+        parts[k] = compare_tensors(got_view + b * elem, want_view + b * elem, e - b, tensor.dtype, w_->tolerance);
+      });
+    } else {
+      std::vector<std::vector<std::byte>> got(size_t(std::max(workers, 1))), want(got.size());
+      got[0].swap(scratch_);  // worker 0 reuses the session's buffers across calls
+      want[0].swap(expected_chunk_);
+      parallel_for(chunks, workers, [&](size_t k, size_t w) {
+        const size_t b = k * kChunkElements, e = std::min(n, b + kChunkElements);
+        got[w].resize(std::min(n, kChunkElements) * elem);
+        want[w].resize(got[w].size());
+        candidate_out_->read_part(set, t, b * elem, got[w].data(), (e - b) * elem);
+        expected.read_part(set, t, b * elem, want[w].data(), (e - b) * elem);
+        parts[k] = compare_tensors(got[w].data(), want[w].data(), e - b, tensor.dtype, w_->tolerance);
+      });
+      got[0].swap(scratch_);
+      want[0].swap(expected_chunk_);
+    }
     Comparison c;
     for (const Comparison& part : parts) c.merge(part);
     info.elements_checked += c.elements;
@@ -453,11 +464,13 @@ bool EvaluationSession::timing() {
     for (int side = 0; side < 2; ++side) {
       const bool baseline_turn = (side == 0) == baseline_first;
       if (baseline_turn) {
-        const BatchOutcome b = baseline_batch(first, calls, batch_limit(baseline_call_s_));
+        // The inputs' digests are checked once for the pair, after both sides (verify_set): both
+        // workers map them read-only, and a change either side made would show there.
+        const BatchOutcome b = baseline_batch(first, calls, batch_limit(baseline_call_s_), false);
         sample.baseline_call_s = b.record_seconds() / calls;
         sample.baseline_worker_call_s = b.worker_seconds / calls;
         if (device_timer) base_overhead_ms.push_back((b.parent_seconds - b.record_seconds()) / calls * 1e3);
-        for (int i = 0; i < calls; ++i) expected_.capture(*baseline_out_, (first + i) % sets_);
+        for (int i = 0; i < calls; ++i) expected_.capture(*baseline_out_, (first + i) % sets_, batches_run_);
       } else {
         auto b = candidate_batch(first, calls, batch_limit(candidate_call_s_));
         if (!b) return std::nullopt;
@@ -473,9 +486,10 @@ bool EvaluationSession::timing() {
           if (b->sm_clock_mhz > 0) sm_clocks.push_back(b->sm_clock_mhz);
           throttle |= b->throttle_reasons;
         }
-        // A candidate that ran first must not have touched the inputs the baseline then answers for.
+        // A candidate that ran first must not have touched the inputs the baseline then answers for:
+        // its canaries here, the contents' digests after the pair (verify_set fails the pair then).
         std::string which;
-        if (!inputs_intact(first, calls, &which)) {
+        if (!inputs_intact(first, calls, &which, false)) {
           finish(Status::incorrect, "a timed call: the kernel modified its inputs (" + which + ")");
           return std::nullopt;
         }

@@ -28,20 +28,26 @@ namespace opbench {
 // Which sets of the baseline's output buffers hold the expected answers, and their digests. The
 // answers stay where the baseline wrote them: the buffers the baseline's worker (trusted, and frozen
 // while the candidate runs) shares with the parent alone; the candidate's worker never maps them. No
-// copy is made, so a 512 MiB output costs no second 512 MiB; the digest, checked before every
-// comparison, says loudly if anything rewrote a set between its capture and its check.
+// copy is made, so a 512 MiB output costs no second 512 MiB; the digest says loudly if anything
+// rewrote a set between its capture and its check. It is checked again before a comparison when a
+// worker ran a batch since the capture (the caller's `epoch` counts batches); with none in between
+// nothing could have (12p at the cpu size: 512 MiB hashed less in half the timed pairs).
 class ExpectedOutputs {
  public:
-  void capture(const BufferSet& from, int set);
+  void capture(const BufferSet& from, int set, uint64_t epoch = 0);
   // The buffers holding set `set`'s expected outputs; throws std::logic_error when it was not
   // captured or changed since.
-  const BufferSet& source(int set) const;
+  const BufferSet& source(int set, uint64_t epoch = ~uint64_t(0)) const;
   bool has(int set) const;
   void clear() { digests_.clear(); }
 
  private:
+  struct Entry {
+    int set;
+    uint64_t digest, epoch;
+  };
   const BufferSet* from_ = nullptr;
-  std::vector<std::pair<int, uint64_t>> digests_;
+  std::vector<Entry> digests_;
 };
 
 class EvaluationSession {
@@ -72,14 +78,16 @@ class EvaluationSession {
   void poison(BufferSet& outputs, int first, int calls);
   // Both sides of a pair start with the batch's inputs and outputs in memory, none in cache.
   void evict(BufferSet& outputs, int first, int calls);
-  BatchOutcome baseline_batch(int first, int calls, std::chrono::milliseconds limit);  // throws on failure
+  // Throws on failure. `digest_inputs` false: only the inputs' canaries are checked after it (a timed
+  // pair checks the digests once, after both sides, in verify_set).
+  BatchOutcome baseline_batch(int first, int calls, std::chrono::milliseconds limit, bool digest_inputs = true);
   // Runs a candidate batch; on failure finishes the result and returns nothing.
   std::optional<BatchOutcome> candidate_batch(int first, int calls, std::chrono::milliseconds limit);
   // Checks every call of a candidate batch whose expected outputs are captured, and (when `watch`)
   // the idle worker's CPU clock. False: the result is finished.
   bool verify_candidate(int first, int calls, const std::string& context, bool watch);
   std::string verify_set(int set);
-  bool inputs_intact(int first, int calls, std::string* which);
+  bool inputs_intact(int first, int calls, std::string* which, bool digest = true);
   std::chrono::milliseconds call_limit() const;
   std::chrono::milliseconds long_limit() const;
 
@@ -108,6 +116,7 @@ class EvaluationSession {
   // prepare and run requests), for the thread-use check.
   std::vector<double> timed_batch_cpu_s_, timed_batch_wall_s_;
   double last_batch_cpu_s_ = -1, last_batch_wall_s_ = 0;
+  uint64_t batches_run_ = 0;  // batches of either worker so far: the epoch of ExpectedOutputs
 };
 
 }  // namespace opbench

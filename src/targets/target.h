@@ -54,6 +54,9 @@ class BufferSet {
   // tensors are generated and compared in chunks instead of whole host copies.
   virtual void write_part(int set, int tensor, size_t offset, const void* host, size_t bytes) = 0;
   virtual void read_part(int set, int tensor, size_t offset, void* host, size_t bytes) const = 0;
+  // The tensor's bytes where the parent can read them in place (the cpu target's shared arena), so a
+  // comparison needs no copy; nullptr where they live elsewhere (device memory): use read_part.
+  virtual const std::byte* host_view(int, int) const { return nullptr; }
   // Fills every tensor of `set` with the poison pattern (fill_poison in core/poison.h): NaN in
   // float lanes, so an element a kernel skips fails the comparison.
   virtual void poison(int set) = 0;

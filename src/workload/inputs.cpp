@@ -225,19 +225,23 @@ const std::vector<DistributionInfo> kWholeTensorInfo = {
      "one ragged paged-attention batch; field 0 kv_lens, 1 cu_q_lens, 2 num_seqs"},
 };
 
-void store(void* data, uint64_t offset, const double* values, uint64_t count, DType dtype) {
-  for (uint64_t i = 0; i < count; ++i) {
-    const double v = values[i];
-    if (dtype == DType::f32) {
-      static_cast<float*>(data)[offset + i] = float(v);
-    } else if (dtype == DType::i32) {
-      static_cast<int32_t*>(data)[offset + i] = int32_t(std::lround(v));
-    } else {  // bf16, round to nearest even
-      float f = float(v);
+// One loop per type, so that the f32 one (nearly every input) vectorises: with the type test inside
+// the loop it ran element by element (6% of the parent's samples at 12p's cpu size).
+__attribute__((optimize("tree-vectorize"), target_clones("arch=x86-64-v4", "avx2", "default"))) void store(void* data, uint64_t offset, const double* values, uint64_t count, DType dtype) {
+  if (dtype == DType::f32) {
+    float* out = static_cast<float*>(data) + offset;
+    for (uint64_t i = 0; i < count; ++i) out[i] = float(values[i]);
+  } else if (dtype == DType::i32) {
+    int32_t* out = static_cast<int32_t*>(data) + offset;
+    for (uint64_t i = 0; i < count; ++i) out[i] = int32_t(std::lround(values[i]));
+  } else {  // bf16, round to nearest even
+    uint16_t* out = static_cast<uint16_t*>(data) + offset;
+    for (uint64_t i = 0; i < count; ++i) {
+      float f = float(values[i]);
       uint32_t bits;
       std::memcpy(&bits, &f, 4);
       bits += 0x7FFF + ((bits >> 16) & 1);
-      static_cast<uint16_t*>(data)[offset + i] = uint16_t(bits >> 16);
+      out[i] = uint16_t(bits >> 16);
     }
   }
 }

@@ -25,6 +25,7 @@ class SharedArena final : public BufferSet {
   void read(int set, int tensor, void* host, size_t bytes) const override;
   void write_part(int set, int tensor, size_t offset, const void* host, size_t bytes) override;
   void read_part(int set, int tensor, size_t offset, void* host, size_t bytes) const override;
+  const std::byte* host_view(int set, int tensor) const override { return at(set, tensor); }
   void poison(int set) override;
   uint64_t digest(int set) const override;
   bool canaries_intact(int set, std::string* damaged_tensor) const override;
