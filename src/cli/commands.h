@@ -85,6 +85,7 @@ struct SharedEvalFlags {
   int threads = 0;
   int trials = 3;
   double max_time = 10;
+  int cap_pairs = 100;  // TimingOptions::cap_min_pairs
   double timeout = 30;
   double max_eval_time = 0;  // whole evaluation, seconds; 0: no bound
   std::string max_memory;    // e.g. 2G, 512M; empty: a quarter of the available memory

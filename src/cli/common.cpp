@@ -152,6 +152,9 @@ void add_shared_eval_flags(CLI::App* app, SharedEvalFlags& f) {
       ->check(thread_count());
   app->add_option("--trials", f.trials, "Correctness trials, each on freshly seeded inputs")->check(CLI::Range(1, 64))->capture_default_str();
   app->add_option("--max-time", f.max_time, "Time cap of the timing phase, seconds")->check(finite_number(0, kLongestSeconds))->capture_default_str();
+  app->add_option("--cap-pairs", f.cap_pairs,
+                  "Fewer timed pairs than this at --max-time: timing goes on until there are this many, or 3x --max-time")
+      ->check(CLI::Range(0, 1000000))->capture_default_str();
   app->add_option("--timeout", f.timeout, "Seconds one call may take before the kernel counts as hung")
       ->check(finite_number(0, kLongestSeconds))->capture_default_str();
   app->add_option("--max-eval-time", f.max_eval_time, "Bound on one whole evaluation's wall time, seconds (0: none); the timing phase shrinks to fit")
@@ -175,6 +178,7 @@ EvalOptions make_eval_options(const SharedEvalFlags& f) {
   o.sandbox = f.sandbox == "on";
   o.warm_l2 = f.warm_l2;
   o.timing.max_seconds = f.max_time;
+  o.timing.cap_min_pairs = f.cap_pairs;
   o.timing.min_seconds = std::min(o.timing.min_seconds, f.max_time);
   o.timing.call_timeout_s = f.timeout;
   o.deadline_s = f.max_eval_time;

@@ -441,6 +441,8 @@ bool EvaluationSession::timing() {
   if (std::isfinite(left)) {
     topts.max_seconds = std::max(0.0, std::min(topts.max_seconds, left * 0.6));
     topts.min_seconds = std::min(topts.min_seconds, topts.max_seconds);
+    // The extended cap (too few pairs at the cap) stays inside the deadline as well.
+    if (topts.max_seconds > 0) topts.cap_extension = std::clamp(left * 0.6 / topts.max_seconds, 1.0, std::max(1.0, topts.cap_extension));
   }
   const int calls = paired_batch_calls(baseline_call_s_, candidate_call_s_, sets_, topts);
   int next_first = 0;

@@ -24,9 +24,10 @@ std::string StoppingRule::after_pair(const std::vector<double>& ratios, double e
   if (refresh) estimate_ = hodges_lehmann_ratio(ratios);
   const bool enough = int(ratios.size()) >= options_.min_pairs && elapsed_s >= options_.min_seconds;
   if (enough && estimate_.rel_halfwidth <= options_.target_precision) return "precision";
-  // The cap stops once there is an interval at all (two pairs); a slow kernel may overrun it by
-  // those two pairs.
-  if (elapsed_s >= options_.max_seconds && ratios.size() >= 2) return "time_cap";
+  // The cap stops once there is an interval at all (two pairs) and cap_min_pairs of them, or at the
+  // extended cap; a slow kernel may overrun it by those two pairs.
+  const bool enough_for_cap = int(n) >= options_.cap_min_pairs || elapsed_s >= options_.max_seconds * std::max(1.0, options_.cap_extension);
+  if (elapsed_s >= options_.max_seconds && n >= 2 && enough_for_cap) return "time_cap";
   return "";
 }
 

@@ -21,6 +21,12 @@ struct TimingOptions {
   int min_pairs = 5;
   double min_seconds = 1.0;
   double max_seconds = 10.0;        // time cap of the timing phase
+  // Below this many pairs at the cap, timing goes on until it has them or reaches
+  // cap_extension x max_seconds: a workload whose pairs are long and noisy (12p at the cpu size, 0.3 s
+  // a pair, ±13% a pair's ratio) has ~30 pairs at 10 s and its A/A median wanders by ±5%; at ~100 by
+  // ±2.7%. Workloads that reach the precision, or have the pairs, stop as before.
+  int cap_min_pairs = 100;
+  double cap_extension = 3.0;
   double target_precision = 0.01;   // stop when the 95% half-width of log(speedup) is under 1%
   double call_timeout_s = 30.0;     // a batch may take this long per call before it counts as a hang
   std::function<double()> clock;    // seconds; empty: the steady clock (tests give a fake one)

@@ -313,10 +313,22 @@ TEST(StoppingRule, WaitsForTheMinimumThenStopsOnPrecisionOrTheCap) {
   EXPECT_EQ(rule.after_pair(ratios, 1.0), "precision");
   EXPECT_NEAR(rule.estimate().geomean, 1.5, 1e-12);
 
+  // Noisy pairs: at the cap with fewer than cap_min_pairs, timing goes on to the extended cap...
+  o.cap_min_pairs = 4;
+  o.cap_extension = 3;
   StoppingRule noisy(o);
   std::vector<double> spread{0.5, 2.0};
   EXPECT_EQ(noisy.after_pair(spread, 9.9), "");
-  EXPECT_EQ(noisy.after_pair(spread, 10.0), "time_cap");
+  EXPECT_EQ(noisy.after_pair(spread, 10.0), "") << "two pairs at the cap: not yet cap_min_pairs";
+  EXPECT_EQ(noisy.after_pair(spread, 29.9), "");
+  EXPECT_EQ(noisy.after_pair(spread, 30.0), "time_cap") << "the extended cap";
+  // ... or until it has them.
+  std::vector<double> four{0.5, 2.0, 0.5, 2.0};
+  EXPECT_EQ(noisy.after_pair(four, 9.9), "");
+  EXPECT_EQ(noisy.after_pair(four, 10.0), "time_cap");
+  o.cap_min_pairs = 0;  // no extension
+  StoppingRule plain(o);
+  EXPECT_EQ(plain.after_pair(spread, 10.0), "time_cap");
   StoppingRule one(o);
   EXPECT_EQ(one.after_pair({0.5}, 100.0), "") << "the cap needs two pairs for an interval";
 }
