@@ -213,20 +213,15 @@ void EvaluationSession::refill(int set) {
   input_digests_[size_t(set)] = inputs_->digest(set);
 }
 
-void EvaluationSession::poison(BufferSet& outputs, int first, int calls) {
-  for (int i = 0; i < calls; ++i) outputs.poison((first + i) % sets_);
-}
-
-void EvaluationSession::evict(BufferSet& outputs, int first, int calls) {
+void EvaluationSession::poison_and_evict(BufferSet& outputs, int first, int calls) {
   for (int i = 0; i < calls; ++i) {
     inputs_->evict((first + i) % sets_);
-    outputs.evict((first + i) % sets_);
+    outputs.poison_and_evict((first + i) % sets_);
   }
 }
 
 BatchOutcome EvaluationSession::baseline_batch(int first, int calls, std::chrono::milliseconds limit, bool digest_inputs) {
-  poison(*baseline_out_, first, calls);
-  evict(*baseline_out_, first, calls);
+  poison_and_evict(*baseline_out_, first, calls);
   ++batches_run_;
   BatchOutcome b = baseline_->prepare(first, calls, limit);
   if (b.ok()) b = baseline_->run(first, calls, limit);
@@ -237,8 +232,7 @@ BatchOutcome EvaluationSession::baseline_batch(int first, int calls, std::chrono
 }
 
 std::optional<BatchOutcome> EvaluationSession::candidate_batch(int first, int calls, std::chrono::milliseconds limit) {
-  poison(*candidate_out_, first, calls);
-  evict(*candidate_out_, first, calls);
+  poison_and_evict(*candidate_out_, first, calls);
   ++batches_run_;
   const double cpu_before = kernel_->cpu_seconds_total();
   BatchOutcome b = kernel_->prepare(first, calls, limit);

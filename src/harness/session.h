@@ -75,9 +75,9 @@ class EvaluationSession {
   void say(const std::string& text) const;
   double seconds_left() const;  // until the evaluation's deadline; +inf without one
   void refill(int set);
-  void poison(BufferSet& outputs, int first, int calls);
-  // Both sides of a pair start with the batch's inputs and outputs in memory, none in cache.
-  void evict(BufferSet& outputs, int first, int calls);
+  // The outputs poisoned, and the batch's inputs and outputs out of the caches: both sides of a pair
+  // start with them in memory, none in cache.
+  void poison_and_evict(BufferSet& outputs, int first, int calls);
   // Throws on failure. `digest_inputs` false: only the inputs' canaries are checked after it (a timed
   // pair checks the digests once, after both sides, in verify_set).
   BatchOutcome baseline_batch(int first, int calls, std::chrono::milliseconds limit, bool digest_inputs = true);

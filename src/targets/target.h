@@ -69,6 +69,11 @@ class BufferSet {
   // outputs, and without this the side that runs first would pay for fetching what the second finds
   // cached (an order effect of about 10% on 8p at the cpu size). Device memory has nothing to do.
   virtual void evict(int) {}
+  // poison(set) then evict(set); a target may do both in one pass (the cpu arena's streaming stores).
+  virtual void poison_and_evict(int set) {
+    poison(set);
+    evict(set);
+  }
 };
 
 // The outcome of one batch of calls: `calls` consecutive calls of the kernel, call i on set

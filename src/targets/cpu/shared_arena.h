@@ -30,6 +30,7 @@ class SharedArena final : public BufferSet {
   uint64_t digest(int set) const override;
   bool canaries_intact(int set, std::string* damaged_tensor) const override;
   void evict(int set) override;
+  void poison_and_evict(int set) override;
 
   // What a worker needs to map the arena and find its tensors.
   int fd() const { return fd_; }
