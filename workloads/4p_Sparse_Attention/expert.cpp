@@ -240,12 +240,19 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
   float* c3 = c + 3 * ldc;
   const int64_t acc = accumulate ? 1 : 0;
   __asm__ volatile(
+      // Both cache lines of every C row (a zmm row of 32 floats spans two; at ymm the second is the first).
       "prefetcht0 (%[c])\n\t"
       "prefetcht0 (%[c], %[ldc], 1)\n\t"
       "prefetcht0 (%[c], %[ldc], 2)\n\t"
       "prefetcht0 (%[c3])\n\t"
       "prefetcht0 (%[c3], %[ldc], 1)\n\t"
       "prefetcht0 (%[c3], %[ldc], 2)\n\t"
+      "prefetcht0 2*" OB_VB "-4(%[c])\n\t"
+      "prefetcht0 2*" OB_VB "-4(%[c], %[ldc], 1)\n\t"
+      "prefetcht0 2*" OB_VB "-4(%[c], %[ldc], 2)\n\t"
+      "prefetcht0 2*" OB_VB "-4(%[c3])\n\t"
+      "prefetcht0 2*" OB_VB "-4(%[c3], %[ldc], 1)\n\t"
+      "prefetcht0 2*" OB_VB "-4(%[c3], %[ldc], 2)\n\t"
       "vxorps %%" OB_V "0, %%" OB_V "0, %%" OB_V "0\n\t"
       "vxorps %%" OB_V "1, %%" OB_V "1, %%" OB_V "1\n\t"
       "vxorps %%" OB_V "2, %%" OB_V "2, %%" OB_V "2\n\t"
