@@ -52,18 +52,22 @@ static inline vec vfma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
 #endif
 
-// opbench:param KC 256 384 512
+// opbench:param KC 256 384 512 1024
 // Most depth of a packed panel (K block; K is cut into equal panels of at most KC, multiples of
-// 8). Deeper panels mean fewer read-modify-write passes over C; the KC x NR B sliver (64 KiB at
-// 512 x 32) then streams from L2, which the micro-kernel absorbs at full speed (measured on Zen 4:
-// 117 GFLOP/s on one core at KC = 256 and 512 alike, with C and A in cache).
+// 8). Deeper panels mean fewer read-modify-write passes over C (none at all when KC >= K, as at the
+// cpu size); the KC x NR B sliver (128 KiB at 1024 x 32) then streams from L2, which the
+// micro-kernel absorbs at full speed (Zen 4, one core, C and A in cache: 117 GFLOP/s at KC = 256 and
+// 512 alike).
 #ifndef KC
-#define KC 512
+#define KC 1024
 #endif
-// opbench:param MC 96 144 192 288
-// Rows of A packed per block (multiple of 6): an MC x KC block lives in L2.
+// opbench:param MC 24 48 96 144 192 288
+// Rows of A packed per block (multiple of 6): an MC x KC block lives in L2 beside the B sliver.
+// Measured on Zen 4 at the cpu size (scratch driver, 2 threads, 60 calls each in turn with
+// dnnl_sgemm): KC = 1024 with MC = 12-36 0.98-1.03x dnnl's time, KC = 512 MC = 96 0.97-0.98x,
+// KC = 256 MC = 144 0.90-0.95x.
 #ifndef MC
-#define MC 96
+#define MC 24
 #endif
 // opbench:param NC 448 896 1792
 // Columns of B packed per panel (multiple of NR): the KC x NC panel lives in L2/L3. Each thread
