@@ -5,7 +5,8 @@
 //    at x86-64-v3 NR = 16 with ymm. Row remainders (< 6 rows) use a kernel that computes only the
 //    valid rows, column remainders (< NR) a scratch tile.
 //  - Blocking: NC columns of B packed into KC-deep NR-column slivers (L2/L3), MC rows of A packed
-//    into KC-deep 6-row slivers (L2); the inner loops hold one B sliver in L1 and stream the A block.
+//    into KC-deep 6-row slivers (L2); the inner loops reuse one B sliver (L1 at KC <= 128, L2 at the
+//    default KC = 1024) across the whole A block.
 //  - A is packed with an 8x8 register transpose (6 rows x 8 k at a time), B with straight copies.
 //  - Threads: the columns of C are split into one contiguous, NR-aligned range per thread; each
 //    thread runs the whole blocked GEMM on its range with its own packed buffers, so there is no
