@@ -5,11 +5,13 @@
 //    weights). A thread walks the groups its range touches; only a group that straddles a cut is
 //    handled by two threads (each packs its weights), and cuts close to a group boundary snap to it.
 //    No barriers, no dynamic scheduling.
-//  - Per (thread, group segment): a BLIS-style blocked GEMM: rhs[g] is packed once per KC x NC
-//    panel into NR-column slivers (32 with zmm, 16 with ymm), the group's rows stream through it in MC-row packed blocks
-//    (6-row slivers), and a 6xNR register-tiled FMA micro-kernel (inline assembly) computes the
-//    tiles; the last sliver of a ragged group uses a kernel that computes only its 1-5 valid rows.
-//    Empty groups cost nothing. The GEMM core is the one of workloads/8p_GEMM/expert.cpp.
+//  - Per (thread, group segment): a BLIS-style blocked GEMM, the core of workloads/8p_GEMM/expert.cpp.
+//    v4: a 14x32 zmm register tile (28 accumulators), loop nest "K panel -> A block (packed once) ->
+//    B panel of rhs[g] -> A sliver -> B sliver", one A sliver in L1 while the B panel streams from
+//    L2; while a panel's tiles run, the panel packed next (of this group, or the next group's first)
+//    is prefetched towards L2, so packing rhs does not wait on DRAM. v3: a 6x16 ymm tile in inline
+//    assembly, one B sliver reused across an MC-row A block. The last sliver of a ragged group uses
+//    a tile that computes only its valid rows. Empty groups cost nothing.
 //  - Rows past the sum of the group sizes are zeroed; fp32 accumulation.
 #include <opbench/kernel.h>
 
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 #if !defined(__AVX2__) || !defined(__FMA__)
@@ -53,21 +56,25 @@ static inline vec vfma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
 #endif
 
-// opbench:param KC 256 384 512
-// Most depth of a packed panel (K block; K is cut into equal panels of at most KC, multiples of
-// 8): a KC x NR B sliver stays in L1 while the A block streams past it.
+// opbench:param KC 0 256 384 512
+// Most depth of a packed panel (K block; K is cut into equal panels of at most KC, multiples of 8).
+// 0: the level's default. v4: the 14-row A sliver (KC x 14 floats) fills ~60% of L1d, read at run
+// time, and at most 384 (48 KiB: 384, 32 KiB: 344). v3: 384 (a KC x 16 B sliver stays in L1 while
+// the A block streams).
 #ifndef KC
-#define KC 384
+#define KC 0
 #endif
-// opbench:param MC 96 144 192 288
-// Rows of lhs packed per block (multiple of 6): an MC x KC block lives in L2.
+// opbench:param MC 0 144 288 1036
+// Rows of lhs packed per block (rounded up to MR). 0: the level's default. v4: 1036 (a whole group
+// segment at the cpu size, so each B panel of rhs[g] is packed once); v3: 144 (an MC x KC block in L2).
 #ifndef MC
-#define MC 144
+#define MC 0
 #endif
-// opbench:param NC 256 384 768
-// Columns of rhs[g] packed per panel (multiple of NR): the KC x NC panel lives in L2/L3.
+// opbench:param NC 0 256 448 768
+// Columns of rhs[g] packed per panel (rounded up to NR). 0: the level's default. v4: 448 (a 512 x 448
+// panel is 0.9 MiB of L2); v3: 768.
 #ifndef NC
-#define NC 768
+#define NC 0
 #endif
 // opbench:param PACK_ROWS 0 16 64
 // Cost of packing one group's weights, in rows of compute, for balancing the threads' row ranges.
@@ -77,28 +84,131 @@ static inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
 
 namespace {
 
-constexpr int64_t MR = 6;
+#if defined(__AVX512F__)
+constexpr int64_t MR = 14;  // rows of the register tile: 28 zmm accumulators of 32
+#else
+constexpr int64_t MR = 6;   // 12 ymm accumulators of 16
+#endif
 constexpr int64_t VW = int64_t(sizeof(vec) / sizeof(float));  // floats per vector: 16 (zmm) or 8 (ymm)
 constexpr int64_t NR = 2 * VW;                                 // columns of the register tile
-constexpr int64_t kKC = KC;
-constexpr int64_t kMC = (MC + MR - 1) / MR * MR;
-constexpr int64_t kNC = (NC + NR - 1) / NR * NR;
 constexpr int64_t kAlign = 64;
-static_assert(kKC > 0 && kMC > 0 && kNC > 0, "block sizes must be positive");
 
 constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// Per-thread scratch (floats): packed A block (+ slack for the overlapping 8-wide stores of the
-// transpose packer) and one packed B panel.
-constexpr int64_t a_block_floats() { return kMC * kKC + 64; }
-int64_t b_panel_floats(int64_t n) { return kKC * round_up(std::min(n, kNC), NR); }
-int64_t thread_floats(int64_t n) { return round_up(a_block_floats() + b_panel_floats(n), 16); }
+// Block sizes of one call: the tuned -D values, else the level's defaults (see the parameters).
+struct Blocking {
+  int64_t kc = 0, mc = 0, nc = 0;
+};
 
+#if defined(__AVX512F__)
+// The L1 data cache of this host (glibc reads it from cpuid); 32 KiB where it cannot tell.
+int64_t l1d_bytes() {
+  const long v = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  return v >= 16384 && v <= (1 << 20) ? int64_t(v) : 32768;
+}
+#endif
+
+Blocking blocking_for(int64_t M) {
+  Blocking b;
+#if defined(__AVX512F__)
+  // At most 384 deep: a group's C block (~256 rows x 768 at the cpu size, 0.8 MiB) then shares L2
+  // with the B panel (`opbench tune` on the Xeon: KC 256 / 384 0.99x the baseline, 512 0.95-0.96x).
+  b.kc = KC > 0 ? KC : std::clamp<int64_t>(l1d_bytes() * 6 / 10 / (MR * 4) / 8 * 8, 128, 384);
+  b.mc = MC > 0 ? MC : 1036;
+  b.nc = NC > 0 ? NC : 448;
+#else
+  b.kc = KC > 0 ? KC : 384;
+  b.mc = MC > 0 ? MC : 144;
+  b.nc = NC > 0 ? NC : 768;
+#endif
+  b.kc = round_up(b.kc, 8);
+  b.mc = std::min(round_up(b.mc, MR), round_up(std::max<int64_t>(M, 1), MR));  // no block taller than A
+  b.nc = round_up(b.nc, NR);
+  return b;
+}
+
+// Per-thread scratch (floats): packed A block (+ slack for the overlapping 8-wide stores of the v3
+// transpose packer) and one packed B panel. mc * kc is a multiple of 16 (MR * 8 is), so the B panel
+// stays 64-byte aligned.
+int64_t a_block_floats(const Blocking& bl) { return bl.mc * bl.kc + 64; }
+int64_t b_panel_floats(const Blocking& bl, int64_t n) { return bl.kc * round_up(std::min(n, bl.nc), NR); }
+int64_t thread_floats(const Blocking& bl, int64_t n) { return round_up(a_block_floats(bl) + b_panel_floats(bl, n), 16); }
+
+#if defined(__AVX512F__)
+// c[0:R, 0:32] (+)= a(R x kc of a 14-row k-major sliver) * b(kc x 32, k-major, aligned). Intrinsics:
+// with 32 zmm registers the compiler keeps all 2R accumulators in registers (checked in the
+// disassembly); in L1 this reaches 87-90% of the FMA peak on the Xeon at R = 12-14. `accumulate` is
+// false on the first K panel, so the (NaN-poisoned) output is never read before it is written.
+template <int R>
+__attribute__((noinline)) void tile(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c,
+                                    int64_t ldc, bool accumulate) {
+  static_assert(R >= 1 && R <= MR, "1 to MR rows");
+  __m512 lo[R], hi[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    lo[r] = _mm512_setzero_ps();
+    hi[r] = _mm512_setzero_ps();
+  }
+  // Every cache line of the C tile (a row of 32 floats spans two): a line still in L3 or DRAM when
+  // the epilogue reads or writes it stalls the kernel.
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + NR - 1), _MM_HINT_T0);
+  }
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + VW);
+    _mm_prefetch(reinterpret_cast<const char*>(a + 256), _MM_HINT_T0);  // the A sliver, 1 KiB ahead
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 ar = _mm512_set1_ps(a[r]);
+      lo[r] = _mm512_fmadd_ps(ar, b0, lo[r]);
+      hi[r] = _mm512_fmadd_ps(ar, b1, hi[r]);
+    }
+    a += MR;
+    b += NR;
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    float* cr = c + r * ldc;
+    if (accumulate) {
+      lo[r] = _mm512_add_ps(lo[r], _mm512_loadu_ps(cr));
+      hi[r] = _mm512_add_ps(hi[r], _mm512_loadu_ps(cr + VW));
+    }
+    _mm512_storeu_ps(cr, lo[r]);
+    _mm512_storeu_ps(cr + VW, hi[r]);
+  }
+}
+
+template <int R>
+void tile_rows(int64_t rows, int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate) {
+  if constexpr (R >= 1) {
+    if (rows == R) return tile<R>(kc, a, b, c, ldc, accumulate);
+    tile_rows<R - 1>(rows, kc, a, b, c, ldc, accumulate);
+  }
+}
+
+// A tile of `rows` <= MR rows and all NR columns.
+inline void full_width_tile(int64_t rows, int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                            bool accumulate) {
+  tile_rows<MR>(rows, kc, a, b, c, ldc, accumulate);
+}
+
+// Partial tile: rows x cols valid; computed into a scratch tile and copied out.
+__attribute__((noinline)) void edge_tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                                         bool accumulate, int64_t rows, int64_t cols) {
+  alignas(64) float edge[MR * NR];
+  tile<MR>(kc, a, b, edge, NR, false);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t q = 0; q < cols; ++q) c[r * ldc + q] = accumulate ? c[r * ldc + q] + edge[r * NR + q] : edge[r * NR + q];
+}
+#else
 // One k step of the 6xNR tile in assembly: 2 aligned B loads, 6 broadcasts of A, 12 FMAs into
 // v0..v11 (row r in v(2r), v(2r+1)). `o` is the step's offset inside an unrolled block.
 #define OB_STEP(o)                                        \
-  "vmovaps 2*" OB_VB "*" #o "(%[b]), %%" OB_V "12\n\t"                  \
-  "vmovaps 2*" OB_VB "*" #o "+" OB_VB "(%[b]), %%" OB_V "13\n\t"               \
+  "vmovaps 2*" OB_VB "*" #o "(%[b]), %%" OB_V "12\n\t"      \
+  "vmovaps 2*" OB_VB "*" #o "+" OB_VB "(%[b]), %%" OB_V "13\n\t" \
   "vbroadcastss 24*" #o "+0(%[a]), %%" OB_V "14\n\t"           \
   "vfmadd231ps %%" OB_V "12, %%" OB_V "14, %%" OB_V "0\n\t"              \
   "vfmadd231ps %%" OB_V "13, %%" OB_V "14, %%" OB_V "1\n\t"              \
@@ -236,15 +346,28 @@ __attribute__((noinline)) void micro_kernel_rows(int64_t kc, const float* __rest
 #undef OB_OUT
 }
 
+// A tile of `rows` <= MR rows and all NR columns.
+inline void full_width_tile(int64_t rows, int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                            bool accumulate) {
+  switch (rows) {
+    case 6: micro_kernel_full(kc, a, b, c, ldc, accumulate); break;
+    case 5: micro_kernel_rows<5>(kc, a, b, c, ldc, accumulate); break;
+    case 4: micro_kernel_rows<4>(kc, a, b, c, ldc, accumulate); break;
+    case 3: micro_kernel_rows<3>(kc, a, b, c, ldc, accumulate); break;
+    case 2: micro_kernel_rows<2>(kc, a, b, c, ldc, accumulate); break;
+    default: micro_kernel_rows<1>(kc, a, b, c, ldc, accumulate); break;
+  }
+}
+
 // Partial tile: rows x cols valid; computed into a scratch tile and copied out.
-__attribute__((noinline)) void micro_kernel_edge(int64_t kc, const float* a, const float* b, float* c,
-                                                 int64_t ldc, bool accumulate, int64_t rows, int64_t cols) {
+__attribute__((noinline)) void edge_tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                                         bool accumulate, int64_t rows, int64_t cols) {
   alignas(64) float edge[MR * NR];
   micro_kernel_full(kc, a, b, edge, NR, false);
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t q = 0; q < cols; ++q)
-      c[r * ldc + q] = accumulate ? c[r * ldc + q] + edge[r * NR + q] : edge[r * NR + q];
+    for (int64_t q = 0; q < cols; ++q) c[r * ldc + q] = accumulate ? c[r * ldc + q] + edge[r * NR + q] : edge[r * NR + q];
 }
+#endif
 
 // 8x8 transpose of r0..r7 (in place).
 inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6,
@@ -263,6 +386,35 @@ inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r
   r6 = _mm256_permute2f128_ps(s2, s6, 0x31); r7 = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
+#if defined(__AVX512F__)
+// Pack rows [0, mc) x k [0, kc) of A (leading dim lda) into MR-row slivers (k-major, zero rows pad
+// the last sliver). Full slivers go 8 rows x 8 k at a time through a register transpose; the 6-row
+// remainder group of a 14-row sliver is stored with a mask.
+void pack_a(int64_t mc, int64_t kc, const float* __restrict A, int64_t lda, float* __restrict out) {
+  for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+    const int64_t rows = std::min(MR, mc - i0);
+    const float* src = A + i0 * lda;
+    int64_t k = 0;
+    if (rows == MR) {
+      for (; k + 8 <= kc; k += 8) {
+        for (int64_t r0 = 0; r0 < MR; r0 += 8) {
+          const int64_t nr = std::min<int64_t>(8, MR - r0);
+          __m256 v[8];
+          for (int q = 0; q < 8; ++q) v[q] = q < nr ? _mm256_loadu_ps(src + (r0 + q) * lda + k) : _mm256_setzero_ps();
+          transpose8(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+          const __mmask8 keep = __mmask8((1u << nr) - 1);
+          for (int q = 0; q < 8; ++q) _mm256_mask_storeu_ps(out + (k + q) * MR + r0, keep, v[q]);
+        }
+      }
+    }
+    for (; k < kc; ++k) {
+      for (int64_t r = 0; r < rows; ++r) out[k * MR + r] = src[r * lda + k];
+      for (int64_t r = rows; r < MR; ++r) out[k * MR + r] = 0.0f;
+    }
+    out += MR * kc;
+  }
+}
+#else
 // Pack rows [0, mc) x k [0, kc) of A (leading dim lda) into 6-row slivers (k-major, zero rows pad
 // the last sliver). Full slivers use 8-wide loads and a transpose; the 8-wide stores overlap by two
 // floats (written in increasing order), so `out` needs 2 floats of slack at the end.
@@ -293,6 +445,7 @@ void pack_a(int64_t mc, int64_t kc, const float* __restrict A, int64_t lda, floa
     out += MR * kc;
   }
 }
+#endif
 
 // Pack rows [0, kc) x columns [0, nc) of B (leading dim ldb) into NR-column slivers (k-major, zero
 // columns pad the last sliver). Row-major walk: each source row is read contiguously.
@@ -313,7 +466,22 @@ void pack_b(int64_t kc, int64_t nc, const float* __restrict B, int64_t ldb, floa
   }
 }
 
-// One GEMM job: C[0:m, 0:n] = A[0:m, 0:K] * B[0:K, 0:n].
+// A block of a row-major matrix that the next packing step will read: pulled towards L2 piece by
+// piece while the current panel's tiles run, so the packing that follows does not wait on DRAM
+// (the weights of every group, 201 MB at the cpu size, are read once from memory).
+struct Upcoming {
+  const float* p = nullptr;
+  int64_t ld = 0, rows = 0, cols = 0;
+  // Prefetches rows [rows * part / parts, rows * (part + 1) / parts).
+  void prefetch(int64_t part, int64_t parts) const {
+    if (p == nullptr) return;
+    const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts;
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t q = 0; q < cols; q += 16) _mm_prefetch(reinterpret_cast<const char*>(p + r * ld + q), _MM_HINT_T1);
+  }
+};
+
+// One GEMM job (one group segment): C[0:m, 0:n] = A[0:m, 0:K] * B[0:K, 0:n].
 struct Job {
   int64_t m = 0, n = 0, K = 0;
   const float* A = nullptr;
@@ -322,59 +490,98 @@ struct Job {
   int64_t ldb = 0;
   float* C = nullptr;
   int64_t ldc = 0;
+  Blocking bl;
+  Upcoming next_a, next_b;  // what the next job packs first (nothing after the thread's last job)
   int64_t mc_step() const {  // even MC blocks, so the last one is not a sliver
-    const int64_t m_blocks = (m + kMC - 1) / kMC;
-    return std::min(kMC, round_up((m + m_blocks - 1) / m_blocks, MR));
+    const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
+    return std::min(bl.mc, round_up((m + m_blocks - 1) / m_blocks, MR));
   }
   int64_t kc_step() const {  // even KC panels (a multiple of 8), so the last one is not thin
-    const int64_t k_blocks = (K + kKC - 1) / kKC;
-    return std::min(kKC, round_up((K + k_blocks - 1) / k_blocks, 8));
+    const int64_t k_blocks = (K + bl.kc - 1) / bl.kc;
+    return std::min(bl.kc, round_up((K + k_blocks - 1) / k_blocks, 8));
   }
 };
 
+// The tiles of one packed A block (mc rows at row ic) against one packed B panel (nc columns at
+// column jc). v4 walks A slivers outside (one stays in L1 while the B panel streams from L2); v3
+// walks B slivers outside (one stays in L1/L2 while the A block streams).
+void block_tiles(const Job& job, const float* a_pack, const float* b_pack, int64_t ic, int64_t mc, int64_t jc,
+                 int64_t nc, int64_t kc, bool accumulate, const Upcoming& up_a, const Upcoming& up_b) {
+  const int64_t n_slivers = (nc + NR - 1) / NR;
+  auto one = [&](int64_t i0, int64_t s) {
+    const int64_t rows = std::min(MR, mc - i0), j = jc + s * NR, cols = std::min(NR, job.n - j);
+    const float* ap = a_pack + i0 * kc;
+    const float* bp = b_pack + s * NR * kc;
+    float* c = job.C + (ic + i0) * job.ldc + j;
+    if (cols == NR)
+      full_width_tile(rows, kc, ap, bp, c, job.ldc, accumulate);
+    else
+      edge_tile(kc, ap, bp, c, job.ldc, accumulate, rows, cols);
+  };
+#if defined(__AVX512F__)
+  const int64_t tiles = (mc + MR - 1) / MR * n_slivers;
+  int64_t t = 0;
+  for (int64_t i0 = 0; i0 < mc; i0 += MR)
+    for (int64_t s = 0; s < n_slivers; ++s, ++t) {
+      one(i0, s);
+      up_b.prefetch(t, tiles);
+      up_a.prefetch(t, tiles);
+    }
+#else
+  (void)up_a, (void)up_b;
+  for (int64_t s = 0; s < n_slivers; ++s)
+    for (int64_t i0 = 0; i0 < mc; i0 += MR) one(i0, s);
+#endif
+}
+
 // Single-threaded blocked GEMM of `job`.
 void gemm_st(const Job& job, float* a_pack, float* b_pack) {
-  const int64_t m = job.m, n = job.n, K = job.K, lda = job.lda, ldb = job.ldb, ldc = job.ldc;
-  const float* A = job.A;
-  const float* B = job.B;
-  float* C = job.C;
-  const int64_t mc_step = job.mc_step();
-  const int64_t kc_step = job.kc_step();
-  for (int64_t jc = 0; jc < n; jc += kNC) {
-    const int64_t nc = std::min(kNC, n - jc);
-    const int64_t n_slivers = (nc + NR - 1) / NR;
-    for (int64_t pc = 0; pc < K; pc += kc_step) {
-      const int64_t kc = std::min(kc_step, K - pc);
-      const bool accumulate = pc > 0;
-      pack_b(kc, nc, B + pc * ldb + jc, ldb, b_pack);
-      for (int64_t ic = 0; ic < m; ic += mc_step) {
-        const int64_t mc = std::min(mc_step, m - ic);
-        pack_a(mc, kc, A + ic * lda + pc, lda, a_pack);
-        for (int64_t s = 0; s < n_slivers; ++s) {
-          const int64_t j = jc + s * NR;
-          const int64_t cols = std::min(NR, n - j);
-          const float* bp = b_pack + s * NR * kc;
-          for (int64_t i0 = 0; i0 < mc; i0 += MR) {
-            const int64_t rows = std::min(MR, mc - i0);
-            const float* ap = a_pack + i0 * kc;
-            float* c = C + (ic + i0) * ldc + j;
-            if (cols == NR) {
-              switch (rows) {
-                case 6: micro_kernel_full(kc, ap, bp, c, ldc, accumulate); break;
-                case 5: micro_kernel_rows<5>(kc, ap, bp, c, ldc, accumulate); break;
-                case 4: micro_kernel_rows<4>(kc, ap, bp, c, ldc, accumulate); break;
-                case 3: micro_kernel_rows<3>(kc, ap, bp, c, ldc, accumulate); break;
-                case 2: micro_kernel_rows<2>(kc, ap, bp, c, ldc, accumulate); break;
-                default: micro_kernel_rows<1>(kc, ap, bp, c, ldc, accumulate); break;
-              }
-            } else {
-              micro_kernel_edge(kc, ap, bp, c, ldc, accumulate, rows, cols);
-            }
-          }
+  const int64_t m = job.m, n = job.n, K = job.K, lda = job.lda, ldb = job.ldb;
+  const int64_t mc_step = job.mc_step(), kc_step = job.kc_step(), nc_step = job.bl.nc;
+#if defined(__AVX512F__)
+  // K panel -> A block (packed once) -> B panel.
+  for (int64_t pc = 0; pc < K; pc += kc_step) {
+    const int64_t kc = std::min(kc_step, K - pc);
+    for (int64_t ic = 0; ic < m; ic += mc_step) {
+      const int64_t mc = std::min(mc_step, m - ic);
+      pack_a(mc, kc, job.A + ic * lda + pc, lda, a_pack);
+      for (int64_t jc = 0; jc < n; jc += nc_step) {
+        const int64_t nc = std::min(nc_step, n - jc);
+        pack_b(kc, nc, job.B + pc * ldb + jc, ldb, b_pack);
+        // What is packed next: this K panel's next B panel, else the next A block and its first B
+        // panel, else the next K panel's, else the next job's.
+        Upcoming up_a, up_b;
+        if (jc + nc < n) {
+          up_b = {job.B + pc * ldb + jc + nc, ldb, kc, std::min(nc_step, n - jc - nc)};
+        } else if (ic + mc < m) {
+          up_a = {job.A + (ic + mc) * lda + pc, lda, std::min(mc_step, m - ic - mc), kc};
+          up_b = {job.B + pc * ldb, ldb, kc, std::min(nc_step, n)};
+        } else if (pc + kc < K) {
+          const int64_t kn = std::min(kc_step, K - pc - kc);
+          up_a = {job.A + pc + kc, lda, std::min(mc_step, m), kn};
+          up_b = {job.B + (pc + kc) * ldb, ldb, kn, std::min(nc_step, n)};
+        } else {
+          up_a = job.next_a, up_b = job.next_b;
         }
+        block_tiles(job, a_pack, b_pack, ic, mc, jc, nc, kc, pc > 0, up_a, up_b);
       }
     }
   }
+#else
+  // B panel -> K panel -> A block.
+  for (int64_t jc = 0; jc < n; jc += nc_step) {
+    const int64_t nc = std::min(nc_step, n - jc);
+    for (int64_t pc = 0; pc < K; pc += kc_step) {
+      const int64_t kc = std::min(kc_step, K - pc);
+      pack_b(kc, nc, job.B + pc * ldb + jc, ldb, b_pack);
+      for (int64_t ic = 0; ic < m; ic += mc_step) {
+        const int64_t mc = std::min(mc_step, m - ic);
+        pack_a(mc, kc, job.A + ic * lda + pc, lda, a_pack);
+        block_tiles(job, a_pack, b_pack, ic, mc, jc, nc, kc, pc > 0, Upcoming{}, Upcoming{});
+      }
+    }
+  }
+#endif
 }
 
 float* align_up(void* p) {
@@ -384,8 +591,8 @@ float* align_up(void* p) {
 
 int32_t thread_count(const ob_call* call) { return std::max<int32_t>(1, call->num_threads); }
 
-uint64_t scratch_bytes(int64_t N, int32_t threads) {
-  return uint64_t(thread_floats(N)) * threads * sizeof(float) + kAlign;
+uint64_t scratch_bytes(const Blocking& bl, int64_t N, int32_t threads) {
+  return uint64_t(thread_floats(bl, N)) * threads * sizeof(float) + kAlign;
 }
 
 }  // namespace
@@ -393,7 +600,7 @@ uint64_t scratch_bytes(int64_t N, int32_t threads) {
 OB_DEFINE_ABI_VERSION()
 
 extern "C" uint64_t ob_workspace_bytes(const ob_call* call) {
-  return scratch_bytes(call->inputs[1].shape[2], thread_count(call));
+  return scratch_bytes(blocking_for(call->inputs[0].shape[0]), call->inputs[1].shape[2], thread_count(call));
 }
 
 extern "C" int32_t ob_run(const ob_call* call) {
@@ -448,7 +655,8 @@ extern "C" int32_t ob_run(const ob_call* call) {
     cut[threads] = rows_total;
   }
 
-  const uint64_t need = scratch_bytes(N, threads);
+  const Blocking bl = blocking_for(M);
+  const uint64_t need = scratch_bytes(bl, N, threads);
   void* heap = nullptr;
   void* scratch = call->workspace;
   if (scratch == nullptr || call->workspace_bytes < need) {
@@ -457,13 +665,13 @@ extern "C" int32_t ob_run(const ob_call* call) {
     scratch = heap;
   }
   float* base = align_up(scratch);
-  const int64_t per = thread_floats(N);
+  const int64_t per = thread_floats(bl, N);
 
 #pragma omp parallel num_threads(threads)
   {
     const int64_t tid = omp_get_thread_num(), team = omp_get_num_threads();
     float* a_pack = base + tid * per;
-    float* b_pack = a_pack + a_block_floats();  // 64-byte aligned: both sizes are multiples of 16
+    float* b_pack = a_pack + a_block_floats(bl);  // 64-byte aligned: both sizes are multiples of 16
     for (int64_t t = tid; t < threads; t += team) {  // one range per thread unless the team is short
       const int64_t r0 = cut[t], r1 = cut[t + 1];
       if (r0 >= r1) continue;
@@ -474,6 +682,14 @@ extern "C" int32_t ob_run(const ob_call* call) {
         Job job;
         job.m = hi - lo, job.n = N, job.K = K, job.A = lhs + lo * K, job.lda = K;
         job.B = rhs + g * K * N, job.ldb = N, job.C = out + lo * N, job.ldc = N;
+        job.bl = bl;
+        int64_t g2 = g + 1;  // the next group with rows in this range: its first panels are prefetched
+        while (g2 < G && start[g2] < r1 && sizes[g2] == 0) ++g2;
+        if (g2 < G && start[g2] < r1) {
+          const int64_t rows2 = std::min(r1, start[g2 + 1]) - start[g2];
+          job.next_a = {lhs + start[g2] * K, K, std::min(bl.mc, rows2), std::min(bl.kc, K)};
+          job.next_b = {rhs + g2 * K * N, N, std::min(bl.kc, K), std::min(bl.nc, N)};
+        }
         gemm_st(job, a_pack, b_pack);
       }
     }

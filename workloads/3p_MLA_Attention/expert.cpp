@@ -2,8 +2,9 @@
 // packed AVX2/FMA GEMM and a causal flash attention; no libraries.
 //
 //  - Projections (~85% of the time at the cpu size): packed, cache-blocked SGEMM (BLIS/GotoBLAS style,
-//    6x16 micro-kernel in inline asm, 12 ymm accumulators, KC-deep panels, MC-row A blocks, blocks evened
-//    out). Each thread owns a contiguous 16-aligned range of output columns and runs the blocked GEMM on
+//    KC-deep panels, blocks evened out). v3: 6x16 micro-kernel in inline asm, 12 ymm accumulators,
+//    one B sliver reused across an MC-row A block. v4: 8p's design, a 14x32 tile (28 zmm
+//    accumulators) with one A sliver in L1 while a packed B panel streams from L2 (see gemm_cols). Each thread owns a contiguous 16-aligned range of output columns and runs the blocked GEMM on
 //    it with private packing buffers, so a GEMM needs no barrier inside. Fusions: the two
 //    down-projections share x, so [cq | latent | kr] = x·[Wqd | Wkvd] is one GEMM (B packed from both
 //    weights); k_nope and v share the latent, so [k_nope | v] = latent·[Wku | Wvu] is one GEMM; q =
@@ -27,6 +28,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+
+#include <unistd.h>
 
 #if !defined(__AVX2__) || !defined(__FMA__)
 #error "expert.cpp needs AVX2 and FMA"
@@ -60,15 +63,18 @@ static inline vec vfma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
 #endif
 
-// opbench:param KC 256 384 512
-// GEMM: depth of a packed panel; a KC x 16 B sliver stays in L1 while the A block streams from L2.
+// opbench:param KC 0 256 384 512
+// GEMM: depth of a packed panel. 0: the level's default. v4: the 14-row A sliver (KC x 14 floats)
+// fills ~60% of L1d, read at run time (48 KiB: 512, 32 KiB: 344). v3: 384 (a KC x 16 B sliver stays
+// in L1 while the A block streams from L2).
 #ifndef KC
-#define KC 384
+#define KC 0
 #endif
-// opbench:param MC 96 144 192
-// GEMM: rows of A packed per block (multiple of 6); the MC x KC block lives in L2.
+// opbench:param MC 0 96 144 192
+// GEMM: rows of A packed per block. 0: the level's default. v4: 1036 (all 1024 tokens of the cpu
+// size in one block, so each B panel is packed once); v3: 144 (an MC x KC block in L2).
 #ifndef MC
-#define MC 144
+#define MC 0
 #endif
 // opbench:param BQ 48 96 144
 // Attention: query rows per block (multiple of 6); each K/V chunk is reused over BQ rows.
@@ -86,9 +92,17 @@ namespace {
 constexpr int64_t MR = 6;
 constexpr int64_t VW = int64_t(sizeof(vec) / sizeof(float));  // floats per vector: 16 (zmm) or 8 (ymm)
 constexpr int64_t NR = 2 * VW;                                 // columns of a register tile
-constexpr int64_t kKC = KC;
-constexpr int64_t kMC = (MC + MR - 1) / MR * MR;
+#if defined(__AVX512F__)
+// The GEMM at v4 has its own register tile, taller than the attention's 6 rows (see gemm_cols).
+constexpr int64_t GMR = 14;
+constexpr int64_t kKC = KC > 0 ? KC : 512;  // most depth; the run-time choice (gemm_kc) is <= this
+constexpr int64_t kMC = (MC > 0 ? MC + GMR - 1 : 1036) / GMR * GMR;
+constexpr int64_t kNC = 448;  // columns of B packed per panel: a 512 x 448 panel is 0.9 MiB of L2
+#else
+constexpr int64_t kKC = KC > 0 ? KC : 384;
+constexpr int64_t kMC = ((MC > 0 ? MC : 144) + MR - 1) / MR * MR;
 constexpr int64_t kNC = 2048;  // most columns of B packed at once per thread
+#endif
 constexpr int64_t kBQ = (BQ + MR - 1) / MR * MR;
 constexpr int64_t kBK = (BK + NR - 1) / NR * NR;
 static_assert(kKC > 0 && kMC > 0 && kBQ > 0 && kBK > 0, "block sizes must be positive");
@@ -238,6 +252,7 @@ __attribute__((noinline)) void micro_kernel_full(int64_t kc, const float* a, con
 }
 #undef OB_UKR_STEP
 
+#if !defined(__AVX512F__)  // the v4 GEMM has its own edge tile (gemm_tile_edge)
 __attribute__((noinline)) void micro_kernel_edge(int64_t kc, const float* a, const float* b, float* c,
                                                  int64_t ldc, bool accumulate, int64_t rows, int64_t cols) {
   alignas(64) float edge[MR * NR];
@@ -246,6 +261,7 @@ __attribute__((noinline)) void micro_kernel_edge(int64_t kc, const float* a, con
     for (int64_t q = 0; q < cols; ++q)
       c[r * ldc + q] = accumulate ? c[r * ldc + q] + edge[r * NR + q] : edge[r * NR + q];
 }
+#endif
 
 inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6,
                        __m256& r7) {
@@ -360,6 +376,153 @@ void pack_b(const BSrc& B, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float
   }
 }
 
+#if defined(__AVX512F__)
+// The projections' GEMM at v4 (the design of workloads/8p_GEMM/expert.cpp): a 14x32 register tile
+// (28 zmm accumulators, 16 loads per 28 FMAs), and the loop nest "K panel -> A block -> B panel ->
+// A sliver -> B sliver", so one 14-row A sliver stays in L1 while the packed B panel streams from
+// L2, and A is packed once per K panel. On a 2-vCPU Xeon this took 8p's GEMM from 0.77x to 1.03x
+// oneDNN; the 6-row tile of the attention stays as it is.
+
+// c[0:R, 0:32] (+)= a(R x kc of a 14-row k-major sliver) * b(kc x 32, k-major, aligned).
+template <int R>
+__attribute__((noinline)) void gemm_tile(int64_t kc, const float* __restrict a, const float* __restrict b,
+                                         float* __restrict c, int64_t ldc, bool accumulate) {
+  __m512 lo[R], hi[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    lo[r] = _mm512_setzero_ps();
+    hi[r] = _mm512_setzero_ps();
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {  // both lines of each C row: a miss in the epilogue stalls the tile
+    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + NR - 1), _MM_HINT_T0);
+  }
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + VW);
+    _mm_prefetch(reinterpret_cast<const char*>(a + 256), _MM_HINT_T0);  // the A sliver, 1 KiB ahead
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 ar = _mm512_set1_ps(a[r]);
+      lo[r] = _mm512_fmadd_ps(ar, b0, lo[r]);
+      hi[r] = _mm512_fmadd_ps(ar, b1, hi[r]);
+    }
+    a += GMR;
+    b += NR;
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    float* cr = c + r * ldc;
+    if (accumulate) {
+      lo[r] = _mm512_add_ps(lo[r], _mm512_loadu_ps(cr));
+      hi[r] = _mm512_add_ps(hi[r], _mm512_loadu_ps(cr + VW));
+    }
+    _mm512_storeu_ps(cr, lo[r]);
+    _mm512_storeu_ps(cr + VW, hi[r]);
+  }
+}
+
+template <int R>
+void gemm_tile_rows(int64_t rows, int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate) {
+  if constexpr (R >= 1) {
+    if (rows == R) return gemm_tile<R>(kc, a, b, c, ldc, accumulate);
+    gemm_tile_rows<R - 1>(rows, kc, a, b, c, ldc, accumulate);
+  }
+}
+
+// A partial tile (rows x cols valid), through a scratch tile.
+__attribute__((noinline)) void gemm_tile_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                                              bool accumulate, int64_t rows, int64_t cols) {
+  alignas(64) float edge[GMR * NR];
+  gemm_tile<GMR>(kc, a, b, edge, NR, false);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t q = 0; q < cols; ++q) c[r * ldc + q] = accumulate ? c[r * ldc + q] + edge[r * NR + q] : edge[r * NR + q];
+}
+
+// Pack rows [0, mc) x k [0, kc) of A into 14-row k-major slivers (zero rows pad the last one):
+// 8 rows x 8 k at a time through a register transpose, the 6-row remainder stored with a mask.
+void pack_a_tall(int64_t mc, int64_t kc, const float* __restrict A, int64_t lda, float* __restrict out) {
+  for (int64_t i0 = 0; i0 < mc; i0 += GMR) {
+    const int64_t rows = std::min(GMR, mc - i0);
+    const float* src = A + i0 * lda;
+    int64_t k = 0;
+    if (rows == GMR) {
+      for (; k + 8 <= kc; k += 8) {
+        for (int64_t r0 = 0; r0 < GMR; r0 += 8) {
+          const int64_t nr = std::min<int64_t>(8, GMR - r0);
+          __m256 v[8];
+          for (int q = 0; q < 8; ++q) v[q] = q < nr ? _mm256_loadu_ps(src + (r0 + q) * lda + k) : _mm256_setzero_ps();
+          transpose8(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+          const __mmask8 keep = __mmask8((1u << nr) - 1);
+          for (int q = 0; q < 8; ++q) _mm256_mask_storeu_ps(out + (k + q) * GMR + r0, keep, v[q]);
+        }
+      }
+    }
+    for (; k < kc; ++k) {
+      for (int64_t r = 0; r < rows; ++r) out[k * GMR + r] = src[r * lda + k];
+      for (int64_t r = rows; r < GMR; ++r) out[k * GMR + r] = 0.0f;
+    }
+    out += GMR * kc;
+  }
+}
+
+// Most depth of a K panel: the tuned KC, else ~60% of this host's L1d for the A sliver.
+int64_t gemm_kc() {
+  if (KC > 0) return kKC;
+  const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  const int64_t bytes = l1 >= 16384 && l1 <= (1 << 20) ? int64_t(l1) : 32768;
+  return std::clamp<int64_t>(bytes * 6 / 10 / (GMR * 4) / 8 * 8, 128, kKC);
+}
+
+constexpr int64_t a_block_floats() { return kMC * kKC + 64; }
+constexpr int64_t b_panel_floats() { return kKC * kNC; }
+constexpr int64_t gemm_thread_floats() { return round_up(a_block_floats() + b_panel_floats(), 16); }
+
+// Single-threaded blocked GEMM on columns [n_lo, n_hi) of C: C = A[0:M, 0:K] · B[:, n_lo:n_hi].
+void gemm_cols(int64_t M, int64_t K, const float* A, int64_t lda, const BSrc& B, int64_t n_lo, int64_t n_hi,
+               float* C, int64_t ldc, float* a_pack, float* b_pack) {
+  if (n_lo >= n_hi || M == 0) return;
+  if (K == 0) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = n_lo; j < n_hi; ++j) C[i * ldc + j] = 0.0f;
+    return;
+  }
+  // Even out the blocks so that the last one is not a sliver.
+  const int64_t kc_max = gemm_kc();
+  const int64_t m_blocks = (M + kMC - 1) / kMC;
+  const int64_t mc_step = std::min(kMC, round_up((M + m_blocks - 1) / m_blocks, GMR));
+  const int64_t k_blocks = (K + kc_max - 1) / kc_max;
+  const int64_t kc_step = std::min(kc_max, round_up((K + k_blocks - 1) / k_blocks, 8));
+  for (int64_t pc = 0; pc < K; pc += kc_step) {
+    const int64_t kc = std::min(kc_step, K - pc);
+    const bool accumulate = pc > 0;
+    for (int64_t ic = 0; ic < M; ic += mc_step) {
+      const int64_t mc = std::min(mc_step, M - ic);
+      pack_a_tall(mc, kc, A + ic * lda + pc, lda, a_pack);
+      for (int64_t jc = n_lo; jc < n_hi; jc += kNC) {
+        const int64_t nc = std::min(kNC, n_hi - jc);
+        const int64_t n_slivers = (nc + NR - 1) / NR;
+        pack_b(B, pc, kc, jc, nc, b_pack);
+        for (int64_t i0 = 0; i0 < mc; i0 += GMR) {
+          const int64_t rows = std::min(GMR, mc - i0);
+          const float* ap = a_pack + i0 * kc;
+          for (int64_t s = 0; s < n_slivers; ++s) {
+            const int64_t j = jc + s * NR;
+            const int64_t cols = std::min(NR, n_hi - j);
+            const float* bp = b_pack + s * NR * kc;
+            float* c = C + (ic + i0) * ldc + j;
+            if (cols == NR)
+              gemm_tile_rows<GMR>(rows, kc, ap, bp, c, ldc, accumulate);
+            else
+              gemm_tile_edge(kc, ap, bp, c, ldc, accumulate, rows, cols);
+          }
+        }
+      }
+    }
+  }
+}
+#else
 constexpr int64_t a_block_floats() { return kMC * kKC + 64; }
 constexpr int64_t b_panel_floats() { return kKC * kNC; }
 constexpr int64_t gemm_thread_floats() { return round_up(a_block_floats() + b_panel_floats(), 16); }
@@ -408,6 +571,7 @@ void gemm_cols(int64_t M, int64_t K, const float* A, int64_t lda, const BSrc& B,
     }
   }
 }
+#endif
 
 // This thread's share of C = A · B (N columns split into 16-aligned contiguous ranges). No barrier.
 void gemm_part(int tid, int team, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const BSrc& B,
