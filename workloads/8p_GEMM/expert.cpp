@@ -8,8 +8,8 @@
 //    NC, in L2) streams past it; A is packed once per K panel (not once per B panel). KC follows the
 //    L1 size (the A sliver takes ~60% of it: 512 with 48 KiB, 344 with 32 KiB) unless tuned.
 //    Measured on a 2-vCPU Xeon (AVX-512, 48 KiB L1, 2 MiB L2) at the cpu size, scratch driver with
-//    dnnl_sgemm in turn: the 6x32 tile of the v3-style nest reached 0.69-0.88x oneDNN at any
-//    (KC, MC, NC); this nest 0.99-1.01x; the harness 1.03x.
+//    dnnl_sgemm in turn: the 6x32 tile of the v3-style nest reached 0.69-0.90x oneDNN at the five
+//    (KC, MC, NC) points tried; this nest 0.99-1.02x; the harness 1.03-1.04x.
 //  x86-64-v3 (AVX2, 16 ymm): a 6x16 tile in inline assembly (12 ymm accumulators), k loop unrolled
 //    8x, loop nest "B panel -> K panel -> A block -> B sliver -> A sliver" (one B sliver reused
 //    across the A block), blocks KC 1024, MC 24, NC 896 unless tuned (chosen on Zen 4).
