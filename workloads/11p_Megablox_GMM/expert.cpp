@@ -8,8 +8,9 @@
 //  - Per (thread, group segment): a BLIS-style blocked GEMM, the core of workloads/8p_GEMM/expert.cpp.
 //    v4: a 14x32 zmm register tile (28 accumulators), loop nest "K panel -> A block (packed once) ->
 //    B panel of rhs[g] -> A sliver -> B sliver", one A sliver in L1 while the B panel streams from
-//    L2; while a panel's tiles run, the panel packed next (of this group, or the next group's first)
-//    is prefetched towards L2, so packing rhs does not wait on DRAM. v3: a 6x16 ymm tile in inline
+//    L2. (Packing rhs[g] is ~12% of the time on the Xeon, bound by reading the weights from DRAM;
+//    prefetching the next panel into L2 during the tiles, or packing it in pieces between rows of
+//    tiles into a second buffer, measured no gain there, so neither is kept.) v3: a 6x16 ymm tile in inline
 //    assembly, one B sliver reused across an MC-row A block. The last sliver of a ragged group uses
 //    a tile that computes only its valid rows. Empty groups cost nothing.
 //  - Rows past the sum of the group sizes are zeroed; fp32 accumulation.
@@ -466,21 +467,6 @@ void pack_b(int64_t kc, int64_t nc, const float* __restrict B, int64_t ldb, floa
   }
 }
 
-// A block of a row-major matrix that the next packing step will read: pulled towards L2 piece by
-// piece while the current panel's tiles run, so the packing that follows does not wait on DRAM
-// (the weights of every group, 201 MB at the cpu size, are read once from memory).
-struct Upcoming {
-  const float* p = nullptr;
-  int64_t ld = 0, rows = 0, cols = 0;
-  // Prefetches rows [rows * part / parts, rows * (part + 1) / parts).
-  void prefetch(int64_t part, int64_t parts) const {
-    if (p == nullptr) return;
-    const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts;
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t q = 0; q < cols; q += 16) _mm_prefetch(reinterpret_cast<const char*>(p + r * ld + q), _MM_HINT_T1);
-  }
-};
-
 // One GEMM job (one group segment): C[0:m, 0:n] = A[0:m, 0:K] * B[0:K, 0:n].
 struct Job {
   int64_t m = 0, n = 0, K = 0;
@@ -491,7 +477,6 @@ struct Job {
   float* C = nullptr;
   int64_t ldc = 0;
   Blocking bl;
-  Upcoming next_a, next_b;  // what the next job packs first (nothing after the thread's last job)
   int64_t mc_step() const {  // even MC blocks, so the last one is not a sliver
     const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
     return std::min(bl.mc, round_up((m + m_blocks - 1) / m_blocks, MR));
@@ -506,7 +491,7 @@ struct Job {
 // column jc). v4 walks A slivers outside (one stays in L1 while the B panel streams from L2); v3
 // walks B slivers outside (one stays in L1/L2 while the A block streams).
 void block_tiles(const Job& job, const float* a_pack, const float* b_pack, int64_t ic, int64_t mc, int64_t jc,
-                 int64_t nc, int64_t kc, bool accumulate, const Upcoming& up_a, const Upcoming& up_b) {
+                 int64_t nc, int64_t kc, bool accumulate) {
   const int64_t n_slivers = (nc + NR - 1) / NR;
   auto one = [&](int64_t i0, int64_t s) {
     const int64_t rows = std::min(MR, mc - i0), j = jc + s * NR, cols = std::min(NR, job.n - j);
@@ -519,16 +504,9 @@ void block_tiles(const Job& job, const float* a_pack, const float* b_pack, int64
       edge_tile(kc, ap, bp, c, job.ldc, accumulate, rows, cols);
   };
 #if defined(__AVX512F__)
-  const int64_t tiles = (mc + MR - 1) / MR * n_slivers;
-  int64_t t = 0;
   for (int64_t i0 = 0; i0 < mc; i0 += MR)
-    for (int64_t s = 0; s < n_slivers; ++s, ++t) {
-      one(i0, s);
-      up_b.prefetch(t, tiles);
-      up_a.prefetch(t, tiles);
-    }
+    for (int64_t s = 0; s < n_slivers; ++s) one(i0, s);
 #else
-  (void)up_a, (void)up_b;
   for (int64_t s = 0; s < n_slivers; ++s)
     for (int64_t i0 = 0; i0 < mc; i0 += MR) one(i0, s);
 #endif
@@ -548,22 +526,7 @@ void gemm_st(const Job& job, float* a_pack, float* b_pack) {
       for (int64_t jc = 0; jc < n; jc += nc_step) {
         const int64_t nc = std::min(nc_step, n - jc);
         pack_b(kc, nc, job.B + pc * ldb + jc, ldb, b_pack);
-        // What is packed next: this K panel's next B panel, else the next A block and its first B
-        // panel, else the next K panel's, else the next job's.
-        Upcoming up_a, up_b;
-        if (jc + nc < n) {
-          up_b = {job.B + pc * ldb + jc + nc, ldb, kc, std::min(nc_step, n - jc - nc)};
-        } else if (ic + mc < m) {
-          up_a = {job.A + (ic + mc) * lda + pc, lda, std::min(mc_step, m - ic - mc), kc};
-          up_b = {job.B + pc * ldb, ldb, kc, std::min(nc_step, n)};
-        } else if (pc + kc < K) {
-          const int64_t kn = std::min(kc_step, K - pc - kc);
-          up_a = {job.A + pc + kc, lda, std::min(mc_step, m), kn};
-          up_b = {job.B + (pc + kc) * ldb, ldb, kn, std::min(nc_step, n)};
-        } else {
-          up_a = job.next_a, up_b = job.next_b;
-        }
-        block_tiles(job, a_pack, b_pack, ic, mc, jc, nc, kc, pc > 0, up_a, up_b);
+        block_tiles(job, a_pack, b_pack, ic, mc, jc, nc, kc, pc > 0);
       }
     }
   }
@@ -577,7 +540,7 @@ void gemm_st(const Job& job, float* a_pack, float* b_pack) {
       for (int64_t ic = 0; ic < m; ic += mc_step) {
         const int64_t mc = std::min(mc_step, m - ic);
         pack_a(mc, kc, job.A + ic * lda + pc, lda, a_pack);
-        block_tiles(job, a_pack, b_pack, ic, mc, jc, nc, kc, pc > 0, Upcoming{}, Upcoming{});
+        block_tiles(job, a_pack, b_pack, ic, mc, jc, nc, kc, pc > 0);
       }
     }
   }
@@ -683,13 +646,6 @@ extern "C" int32_t ob_run(const ob_call* call) {
         job.m = hi - lo, job.n = N, job.K = K, job.A = lhs + lo * K, job.lda = K;
         job.B = rhs + g * K * N, job.ldb = N, job.C = out + lo * N, job.ldc = N;
         job.bl = bl;
-        int64_t g2 = g + 1;  // the next group with rows in this range: its first panels are prefetched
-        while (g2 < G && start[g2] < r1 && sizes[g2] == 0) ++g2;
-        if (g2 < G && start[g2] < r1) {
-          const int64_t rows2 = std::min(r1, start[g2 + 1]) - start[g2];
-          job.next_a = {lhs + start[g2] * K, K, std::min(bl.mc, rows2), std::min(bl.kc, K)};
-          job.next_b = {rhs + g2 * K * N, N, std::min(bl.kc, K), std::min(bl.nc, N)};
-        }
         gemm_st(job, a_pack, b_pack);
       }
     }
