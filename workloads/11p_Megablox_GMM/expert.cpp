@@ -8,9 +8,9 @@
 //  - Per (thread, group segment): a BLIS-style blocked GEMM, the core of workloads/8p_GEMM/expert.cpp.
 //    v4: a 14x32 zmm register tile (28 accumulators), loop nest "K panel -> A block (packed once) ->
 //    B panel of rhs[g] -> A sliver -> B sliver", one A sliver in L1 while the B panel streams from
-//    L2. (Packing rhs[g] is ~12% of the time on the Xeon, bound by reading the weights from DRAM;
-//    prefetching the next panel into L2 during the tiles, or packing it in pieces between rows of
-//    tiles into a second buffer, measured no gain there, so neither is kept.) v3: a 6x16 ymm tile in inline
+//    L2. The rows of rhs that the next packing step reads (this group's next panel, else the next
+//    group's first) are prefetched into L2 a line every 4 k steps inside the tiles (RowPrefetch).
+//    v3: a 6x16 ymm tile in inline
 //    assembly, one B sliver reused across an MC-row A block. The last sliver of a ragged group uses
 //    a tile that computes only its valid rows. Empty groups cost nothing.
 //  - Rows past the sum of the group sizes are zeroed; fp32 accumulation.
@@ -135,6 +135,17 @@ int64_t a_block_floats(const Blocking& bl) { return bl.mc * bl.kc + 64; }
 int64_t b_panel_floats(const Blocking& bl, int64_t n) { return bl.kc * round_up(std::min(n, bl.nc), NR); }
 int64_t thread_floats(const Blocking& bl, int64_t n) { return round_up(a_block_floats(bl) + b_panel_floats(bl, n), 16); }
 
+// Up to two source rows of the B panel that is packed next (rhs[g] rows, `lines` cache lines each):
+// a v4 tile pulls them into L2 one line every 4 k steps, so reading the weights from DRAM, 201 MB per
+// call at the cpu size, overlaps the FMAs. Spread this thin it pays (Xeon, harness: 0.96-0.97x ->
+// 1.00-1.01x the baseline); the same lines prefetched in a burst after each tile, or the next panel
+// packed in pieces between rows of tiles, changed nothing: a burst holds the core's miss buffers.
+struct RowPrefetch {
+  const char* r0 = nullptr;
+  const char* r1 = nullptr;
+  int64_t lines = 0;
+};
+
 #if defined(__AVX512F__)
 // c[0:R, 0:32] (+)= a(R x kc of a 14-row k-major sliver) * b(kc x 32, k-major, aligned). Intrinsics:
 // with 32 zmm registers the compiler keeps all 2R accumulators in registers (checked in the
@@ -142,7 +153,7 @@ int64_t thread_floats(const Blocking& bl, int64_t n) { return round_up(a_block_f
 // false on the first K panel, so the (NaN-poisoned) output is never read before it is written.
 template <int R>
 __attribute__((noinline)) void tile(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c,
-                                    int64_t ldc, bool accumulate) {
+                                    int64_t ldc, bool accumulate, RowPrefetch pf = {}) {
   static_assert(R >= 1 && R <= MR, "1 to MR rows");
   __m512 lo[R], hi[R];
 #pragma GCC unroll 16
@@ -161,6 +172,11 @@ __attribute__((noinline)) void tile(int64_t kc, const float* __restrict a, const
   for (int64_t k = 0; k < kc; ++k) {
     const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + VW);
     _mm_prefetch(reinterpret_cast<const char*>(a + 256), _MM_HINT_T0);  // the A sliver, 1 KiB ahead
+    if ((k & 3) == 0 && pf.r0 != nullptr) {
+      const int64_t q = k >> 2;
+      if (q < pf.lines) _mm_prefetch(pf.r0 + 64 * q, _MM_HINT_T1);
+      else if (q < 2 * pf.lines && pf.r1 != nullptr) _mm_prefetch(pf.r1 + 64 * (q - pf.lines), _MM_HINT_T1);
+    }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m512 ar = _mm512_set1_ps(a[r]);
@@ -183,17 +199,17 @@ __attribute__((noinline)) void tile(int64_t kc, const float* __restrict a, const
 }
 
 template <int R>
-void tile_rows(int64_t rows, int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate) {
+void tile_rows(int64_t rows, int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate, RowPrefetch pf) {
   if constexpr (R >= 1) {
-    if (rows == R) return tile<R>(kc, a, b, c, ldc, accumulate);
-    tile_rows<R - 1>(rows, kc, a, b, c, ldc, accumulate);
+    if (rows == R) return tile<R>(kc, a, b, c, ldc, accumulate, pf);
+    tile_rows<R - 1>(rows, kc, a, b, c, ldc, accumulate, pf);
   }
 }
 
 // A tile of `rows` <= MR rows and all NR columns.
 inline void full_width_tile(int64_t rows, int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                            bool accumulate) {
-  tile_rows<MR>(rows, kc, a, b, c, ldc, accumulate);
+                            bool accumulate, RowPrefetch pf = {}) {
+  tile_rows<MR>(rows, kc, a, b, c, ldc, accumulate, pf);
 }
 
 // Partial tile: rows x cols valid; computed into a scratch tile and copied out.
@@ -349,7 +365,7 @@ __attribute__((noinline)) void micro_kernel_rows(int64_t kc, const float* __rest
 
 // A tile of `rows` <= MR rows and all NR columns.
 inline void full_width_tile(int64_t rows, int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                            bool accumulate) {
+                            bool accumulate, RowPrefetch = {}) {
   switch (rows) {
     case 6: micro_kernel_full(kc, a, b, c, ldc, accumulate); break;
     case 5: micro_kernel_rows<5>(kc, a, b, c, ldc, accumulate); break;
@@ -477,6 +493,7 @@ struct Job {
   float* C = nullptr;
   int64_t ldc = 0;
   Blocking bl;
+  const float* next_B = nullptr;  // rhs of the next job (for prefetching its first panel), if any
   int64_t mc_step() const {  // even MC blocks, so the last one is not a sliver
     const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
     return std::min(bl.mc, round_up((m + m_blocks - 1) / m_blocks, MR));
@@ -487,19 +504,37 @@ struct Job {
   }
 };
 
+// The rows x cols block of rhs (row stride ldb) that the next pack_b reads.
+struct NextPanel {
+  const float* src = nullptr;
+  int64_t ldb = 0, rows = 0, cols = 0;
+};
+
 // The tiles of one packed A block (mc rows at row ic) against one packed B panel (nc columns at
 // column jc). v4 walks A slivers outside (one stays in L1 while the B panel streams from L2); v3
-// walks B slivers outside (one stays in L1/L2 while the A block streams).
+// walks B slivers outside (one stays in L1/L2 while the A block streams). The rows of `np` are
+// shared out over the tiles, one or two each, for the tiles to prefetch (v4; v3 ignores them).
 void block_tiles(const Job& job, const float* a_pack, const float* b_pack, int64_t ic, int64_t mc, int64_t jc,
-                 int64_t nc, int64_t kc, bool accumulate) {
+                 int64_t nc, int64_t kc, bool accumulate, NextPanel np = {}) {
   const int64_t n_slivers = (nc + NR - 1) / NR;
+  const int64_t tiles = (mc + MR - 1) / MR * n_slivers;
+  auto pf_for = [&](int64_t t) {
+    RowPrefetch pf;
+    if (np.src == nullptr) return pf;
+    const int64_t r0 = np.rows * t / tiles, r1 = np.rows * (t + 1) / tiles;
+    if (r1 <= r0) return pf;
+    pf.lines = (np.cols * 4 + 63) / 64;
+    pf.r0 = reinterpret_cast<const char*>(np.src + r0 * np.ldb);
+    if (r1 - r0 >= 2) pf.r1 = reinterpret_cast<const char*>(np.src + (r0 + 1) * np.ldb);
+    return pf;
+  };
   auto one = [&](int64_t i0, int64_t s) {
     const int64_t rows = std::min(MR, mc - i0), j = jc + s * NR, cols = std::min(NR, job.n - j);
     const float* ap = a_pack + i0 * kc;
     const float* bp = b_pack + s * NR * kc;
     float* c = job.C + (ic + i0) * job.ldc + j;
     if (cols == NR)
-      full_width_tile(rows, kc, ap, bp, c, job.ldc, accumulate);
+      full_width_tile(rows, kc, ap, bp, c, job.ldc, accumulate, pf_for(i0 / MR * n_slivers + s));
     else
       edge_tile(kc, ap, bp, c, job.ldc, accumulate, rows, cols);
   };
@@ -526,7 +561,14 @@ void gemm_st(const Job& job, float* a_pack, float* b_pack) {
       for (int64_t jc = 0; jc < n; jc += nc_step) {
         const int64_t nc = std::min(nc_step, n - jc);
         pack_b(kc, nc, job.B + pc * ldb + jc, ldb, b_pack);
-        block_tiles(job, a_pack, b_pack, ic, mc, jc, nc, kc, pc > 0);
+        // What pack_b reads next: this K panel's next B panel, else (next A block) this K panel's
+        // first, else the next K panel's first, else the next group's first.
+        NextPanel np;
+        if (jc + nc < n) np = {job.B + pc * ldb + jc + nc, ldb, kc, std::min(nc_step, n - jc - nc)};
+        else if (ic + mc < m) np = {job.B + pc * ldb, ldb, kc, std::min(nc_step, n)};
+        else if (pc + kc < K) np = {job.B + (pc + kc) * ldb, ldb, std::min(kc_step, K - pc - kc), std::min(nc_step, n)};
+        else if (job.next_B != nullptr) np = {job.next_B, ldb, kc_step, std::min(nc_step, n)};
+        block_tiles(job, a_pack, b_pack, ic, mc, jc, nc, kc, pc > 0, np);
       }
     }
   }
@@ -646,6 +688,9 @@ extern "C" int32_t ob_run(const ob_call* call) {
         job.m = hi - lo, job.n = N, job.K = K, job.A = lhs + lo * K, job.lda = K;
         job.B = rhs + g * K * N, job.ldb = N, job.C = out + lo * N, job.ldc = N;
         job.bl = bl;
+        int64_t g2 = g + 1;  // the next group with rows in this thread's range
+        while (g2 < G && start[g2] < r1 && sizes[g2] == 0) ++g2;
+        if (g2 < G && start[g2] < r1) job.next_B = rhs + g2 * K * N;
         gemm_st(job, a_pack, b_pack);
       }
     }
