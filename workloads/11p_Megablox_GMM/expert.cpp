@@ -139,7 +139,8 @@ int64_t thread_floats(const Blocking& bl, int64_t n) { return round_up(a_block_f
 // a v4 tile pulls them into L2 one line every 4 k steps, so reading the weights from DRAM, 201 MB per
 // call at the cpu size, overlaps the FMAs. Spread this thin it pays (Xeon, harness: 0.96-0.97x ->
 // 1.00-1.01x the baseline); the same lines prefetched in a burst after each tile, or the next panel
-// packed in pieces between rows of tiles, changed nothing: a burst holds the core's miss buffers.
+// packed in pieces between rows of tiles, changed nothing (most likely because a burst fills the
+// core's L1 miss buffers, which the next tile's loads then wait for; inferred, not measured).
 struct RowPrefetch {
   const char* r0 = nullptr;
   const char* r1 = nullptr;
