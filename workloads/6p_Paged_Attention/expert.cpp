@@ -8,9 +8,9 @@
 //  - keys 0 .. kv_len-1 are walked in blocks of KV_BLOCK through the page table, rows read IN PLACE
 //    (no gather, pages past kv_len never touched). With all kv heads in one item, a page slot's K (and
 //    V) pieces of the group form one contiguous 4 KiB row, read whole;
-//  - the rows of the block PF_DIST ahead are software-prefetched into L2, a slice per kv head, the K rows
-//    spread over the score tiles and the V rows over the P·V tiles, so the memory requests stay steady
-//    instead of coming in bursts;
+//  - with PF_DIST > 0 the rows of the block PF_DIST ahead are software-prefetched into L2, a slice per kv
+//    head, the K rows spread over the score tiles and the V rows over the P·V tiles (off by default: the
+//    hardware prefetchers alone do better, see PF_DIST);
 //  - scores S^T (keys × heads) by a register-blocked micro-kernel: 8 keys × 8 heads of ymm
 //    accumulators, one broadcast of K[t][d] per key and one Qt load per d step;
 //  - online softmax on the lanes (running max / sum per head, vectorized exp2, no horizontal ops);
@@ -42,15 +42,18 @@
 #include <cstring>
 
 // Keys per online-softmax block (one score tile at 8; larger blocks amortize the rescale of the
-// accumulators, smaller ones keep the rows of a kv head within the L1 ways and the prefetch steady).
+// accumulators, smaller ones keep the rows of a kv head within the L1 ways).
 // opbench:param KV_BLOCK 8 16 32
 #ifndef KV_BLOCK
-#define KV_BLOCK 8
+#define KV_BLOCK 16
 #endif
-// How many blocks ahead the K/V rows are software-prefetched (into L2).
-// opbench:param PF_DIST 1 2
+// How many blocks ahead the K/V rows are software-prefetched into L2 (0: none, the hardware prefetchers
+// alone). On the 2-vCPU Xeon (2026-12-07, tools/paged-decode-driver, cpu size from DRAM, 2 threads)
+// any software prefetch cost 10-25%: whole rows 1 or 2 blocks ahead 16.4 ms, none 13.0 ms, even one
+// line per row 14.0; the same held at v3. On the Zen 5 it changed nothing (see the header).
+// opbench:param PF_DIST 0 1 2
 #ifndef PF_DIST
-#define PF_DIST 1
+#define PF_DIST 0
 #endif
 // Copy each block's V rows of a kv head into a contiguous buffer before P·V (1) or read them in place (0):
 // the rows of one kv head are Hkv·D floats (4 KiB) apart and alias to the same L1 sets, which costs once
