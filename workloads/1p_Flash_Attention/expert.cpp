@@ -211,13 +211,16 @@ static inline void transpose8(__m256 r[8]) {
 #if defined(__AVX512F__)
 // ---------------------------------------------------------------------------------------------------
 // x86-64-v4 (AVX-512): the same algorithm on zmm. Qᵀ slivers of QS = 32 query rows (two zmm); the
-// score tile is JR = 12 keys × 32 rows (24 accumulators), reading Kᵀ (D × ldkt, so the 12 broadcasts of a
-// d step come from one line through one pointer; every head's Kᵀ is transposed once per call); the P·V
+// score tile is JR = 12 keys × 32 rows (24 accumulators), reading Kᵀ in panels of 4 keys (D × 4 floats
+// each, contiguous: a tile's 12 broadcasts of a d step come from three sequential streams; every head's
+// Kᵀ is transposed once per call); the P·V
 // tile is 6 rows × 64 head dims (4 zmm, 24 accumulators). Masked lanes use mask registers, exp2 uses
 // vscalefps.
 constexpr int64_t QS = 32;               // query rows per Qᵀ sliver
 constexpr int JR = 12;                   // keys per score tile
 constexpr int64_t BKR = (BK + JR - 1) / JR * JR;  // score rows (keys) of a block, rounded up to JR
+constexpr int64_t KP = 4;                // keys per Kᵀ panel (BK, BKR and JR are multiples of it)
+static_assert(BK % KP == 0 && JR % KP == 0, "key blocks and score tiles start on a Kᵀ panel");
 
 // exp2 for x <= 0, the polynomial of exp2_ps, 2^n applied by vscalefps.
 static inline __m512 exp2_512(__m512 x) {
@@ -234,21 +237,26 @@ static inline __m512 exp2_512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-// Sᵀ[0:JR, 0:32] = Kᵀ[0:D, 0:JR]ᵀ · Qᵀ[0:D, 0:32]. qt: D rows of 32 (aligned); kt: Kᵀ columns of the
-// tile's keys (row stride ldkt); st: output rows, leading dimension ldst (aligned).
+// Sᵀ[0:JR, 0:32] = Kᵀ[0:D, 0:JR]ᵀ · Qᵀ[0:D, 0:32]. qt: D rows of 32 (aligned); kt: the Kᵀ panel of the
+// tile's first key (panels of KP keys, D × KP floats each, one after another); st: output rows, leading
+// dimension ldst (aligned).
+// The panels replace a Kᵀ with one row per d (S + padding floats long): there a tile's 128 d steps touched
+// 128 lines 4 KiB apart, one 4 KiB page each. Scratch driver (2026-12-07, Xeon, one thread, D = 128, a
+// 96-key block against 4 slivers): 155-169 GFLOP/s with the rows, 186-195 with the panels.
 __attribute__((noinline)) void qk_tile512(int64_t D, const float* __restrict qt, const float* __restrict kt,
-                                          int64_t ldkt, float* __restrict st, int64_t ldst) {
+                                          float* __restrict st, int64_t ldst) {
   __m512 acc0[JR], acc1[JR];
 #pragma GCC unroll 12
   for (int r = 0; r < JR; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+  const int64_t lp = KP * D;  // floats per panel
 #pragma GCC unroll 2
   for (int64_t d = 0; d < D; ++d) {
     const __m512 q0 = _mm512_load_ps(qt + d * QS);
     const __m512 q1 = _mm512_load_ps(qt + d * QS + 16);
-    const float* kd = kt + d * ldkt;
+    const float* kd = kt + d * KP;
 #pragma GCC unroll 12
     for (int r = 0; r < JR; ++r) {
-      const __m512 kb = _mm512_set1_ps(kd[r]);
+      const __m512 kb = _mm512_set1_ps(kd[(r / KP) * lp + r % KP]);
       acc0[r] = _mm512_fmadd_ps(kb, q0, acc0[r]);
       acc1[r] = _mm512_fmadd_ps(kb, q1, acc1[r]);
     }
@@ -323,24 +331,25 @@ struct Scratch {
   float* m;      // running max (base-2 scores)
   float* l;      // running sum
   float* alpha;  // rescale factor of the current key block
-  const float* kth = nullptr;  // Kᵀ of the task's head (D × ldkth), transposed by ob_run
-  int64_t ldkth = 0;
+  const float* kth = nullptr;  // Kᵀ panels of the task's head, transposed by ob_run
 };
 
 // Kᵀ of every head, transposed once per call into the workspace: every query block of a head reads the
 // same keys, so transposing per (query block, key block) did it ~S/(2·BQ) times over (~6% of the time
-// at the cpu size). Columns S .. S+JR-1 are zero (the last score tile of a head reads up to there); the
-// row stride is padded by 16 floats against cache-set aliasing.
-int64_t ldkt_head(int64_t S) { return round_up(S + JR, 16) + 16; }
-int64_t kt_all_floats(int64_t heads, int64_t S, int64_t D) { return heads * D * ldkt_head(S); }
+// at the cpu size). Key j, dimension d sits at (j / KP)·KP·D + d·KP + j % KP of the head's panels; keys
+// S .. S+JR-1 are zero (the last score tile of a head reads up to there).
+int64_t kt_head_floats(int64_t S, int64_t D) { return round_up(S + JR, KP) * D; }
+int64_t kt_all_floats(int64_t heads, int64_t S, int64_t D) { return heads * kt_head_floats(S, D); }
 
 void transpose_keys(int64_t heads, int64_t S, int64_t D, const float* K, float* kt_all, int threads) {
-  const int64_t ld = ldkt_head(S), blocks = (S + 7) / 8;
+  static_assert(KP == 4, "an 8-key row of the transpose fills two panels");
+  const int64_t per_head = kt_head_floats(S, D), blocks = (S + 7) / 8;
+  auto at = [D](int64_t j, int64_t d) { return (j / KP) * KP * D + d * KP + j % KP; };
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t task = 0; task < heads * blocks; ++task) {
     const int64_t h = task / blocks, j = task % blocks * 8;
     const float* kh = K + h * S * D;
-    float* dst = kt_all + h * D * ld;
+    float* dst = kt_all + h * per_head;
     int64_t d = 0;
     if (j + 8 <= S) {
       for (; d + 8 <= D; d += 8) {
@@ -349,14 +358,17 @@ void transpose_keys(int64_t heads, int64_t S, int64_t D, const float* K, float* 
         for (int r = 0; r < 8; ++r) x[r] = _mm256_loadu_ps(kh + (j + r) * D + d);
         transpose8(x);
 #pragma GCC unroll 8
-        for (int c = 0; c < 8; ++c) _mm256_storeu_ps(dst + (d + c) * ld + j, x[c]);
+        for (int c = 0; c < 8; ++c) {  // keys j .. j+3 and j+4 .. j+7 of dimension d + c
+          _mm_storeu_ps(dst + at(j, d + c), _mm256_castps256_ps128(x[c]));
+          _mm_storeu_ps(dst + at(j + 4, d + c), _mm256_extractf128_ps(x[c], 1));
+        }
       }
     }
     for (; d < D; ++d)
-      for (int64_t r = j; r < std::min(j + 8, S); ++r) dst[d * ld + r] = kh[r * D + d];
-    if (j + 8 >= S)  // the head's last block: zero its padding columns
+      for (int64_t r = j; r < std::min(j + 8, S); ++r) dst[at(r, d)] = kh[r * D + d];
+    if (j + 8 >= S)  // the head's last block: zero its padding keys
       for (int64_t e = 0; e < D; ++e)
-        for (int64_t r = S; r < ld; ++r) dst[e * ld + r] = 0.0f;
+        for (int64_t r = S; r < round_up(S + JR, KP); ++r) dst[at(r, e)] = 0.0f;
   }
 }
 
@@ -446,8 +458,7 @@ void flash_block(int nh, const float* const* q, float* const* out, int64_t ldq, 
     // Kᵀ of the block: the head's, transposed up front by ob_run (keys past jreach are real keys there,
     // their scores are never read: every row's visible keys end before jreach). V copied when its rows
     // need padding.
-    const float* ktb = sc.kth + j0;
-    const int64_t ldkt = sc.ldkth;
+    const float* ktb = sc.kth + j0 * D;  // j0 is a multiple of KP: key j0 + jt's panel is ktb + jt·D
     const float* vb = v + j0 * ldk;
     if (!v_in_place) {
       for (int64_t j = 0; j < jreach; ++j) {
@@ -467,7 +478,7 @@ void flash_block(int nh, const float* const* q, float* const* out, int64_t ldq, 
       const int64_t ii = (T % (RS / QS)) * QS;  // first row of the sliver within its head
       const int64_t jlim = diag ? std::clamp<int64_t>(i0 + ii + QS - j0, 0, bk) : bk;
       const float* qt = sc.qt + T * D * QS;
-      for (int64_t jt = 0; jt < jlim; jt += JR) qk_tile512(D, qt, ktb + jt, ldkt, sc.st + jt * ldst + T * QS, ldst);
+      for (int64_t jt = 0; jt < jlim; jt += JR) qk_tile512(D, qt, ktb + jt * D, sc.st + jt * ldst + T * QS, ldst);
     }
 
     // 3. Online softmax, 16 query rows per vector.
@@ -837,8 +848,7 @@ extern "C" int32_t ob_run(const ob_call* call) {
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t bh = t / nqb;
 #if defined(__AVX512F__)
-      sc.kth = kt_all + bh * D * ldkt_head(S);
-      sc.ldkth = ldkt_head(S);
+      sc.kth = kt_all + bh * kt_head_floats(S, D);
 #endif
       const int64_t qb = nqb - 1 - t % nqb;  // longest blocks of each head first
       const int64_t i0 = qb * BQ, bq = std::min(BQ, S - i0);
