@@ -6,8 +6,8 @@
 // the group) are packed transposed into Qt (query rows on the vector lanes, in lane tiles of 8·NV rows, D
 // × 8·NV each), pre-multiplied by D^-1/2·log2(e). Then, for each block of KV_BLOCK keys up to the causal
 // limit of the item's last token (key blocks past it are never touched):
-//  - the block's K/V rows are located through the page table (pages past kv_len never touched); the rows
-//    of the next block are software-prefetched;
+//  - the block's K/V rows are located through the page table (pages past kv_len never touched); with
+//    PF_DIST > 0 the rows of the next block are software-prefetched;
 //  - the rows of one kv head sit 4 KiB apart in the cache, so they all alias to the same few L1 sets:
 //    with PACK_KV the block's V rows (and, when several lane tiles reuse it, its K rows) are read once into
 //    an L1-sized contiguous buffer (KV_BLOCK rows, not the whole sequence);
@@ -53,7 +53,13 @@
 #ifndef PACK_KV
 #define PACK_KV 1
 #endif
-constexpr int PF_DIST = 1;  // blocks ahead that K/V rows are software-prefetched
+// Blocks ahead that K/V rows are software-prefetched into L2 (0: none, the hardware prefetchers alone).
+// On the 2-vCPU Xeon (2026-12-07, cpu size, tuned point, opbench eval in turn): 1.102, 1.093 with 1;
+// 1.113, 1.118 with 0 (6p_Paged_Attention, bound by memory, lost 10-25% to the prefetches there).
+// opbench:param PF_DIST 0 1
+#ifndef PF_DIST
+#define PF_DIST 0
+#endif
 
 #if !defined(__AVX2__) || !defined(__FMA__)
 #error "needs AVX2 and FMA"
