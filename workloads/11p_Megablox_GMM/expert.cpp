@@ -10,9 +10,8 @@
 //    B panel of rhs[g] -> A sliver -> B sliver", one A sliver in L1 while the B panel streams from
 //    L2. The rows of rhs that the next packing step reads (this group's next panel, else the next
 //    group's first) are prefetched into L2 a line every 4 k steps inside the tiles (RowPrefetch).
-//    v3: a 6x16 ymm tile in inline
-//    assembly, one B sliver reused across an MC-row A block. The last sliver of a ragged group uses
-//    a tile that computes only its valid rows. Empty groups cost nothing.
+//    v3: a 6x16 ymm tile in inline assembly, one B sliver reused across an MC-row A block. The last
+//    sliver of a ragged group uses a tile that computes only its valid rows. Empty groups cost nothing.
 //  - Rows past the sum of the group sizes are zeroed; fp32 accumulation.
 #include <opbench/kernel.h>
 

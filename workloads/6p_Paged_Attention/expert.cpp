@@ -49,8 +49,9 @@
 #endif
 // How many blocks ahead the K/V rows are software-prefetched into L2 (0: none, the hardware prefetchers
 // alone). On the 2-vCPU Xeon (2026-12-07, tools/paged-decode-driver, cpu size from DRAM, 2 threads)
-// any software prefetch cost 10-25%: whole rows 1 or 2 blocks ahead 16.4 ms, none 13.0 ms, even one
-// line per row 14.0; the same held at v3. On the Zen 5 it changed nothing (see the header).
+// every software prefetch tried cost time: at KV_BLOCK 8 whole rows 1 block ahead 16.4 ms, none 13.0;
+// at KV_BLOCK 16 whole rows 1 block ahead 16.3, the first 1, 2 or 8 lines of each row 13.8-14.0,
+// none 12.3-12.6; the same held at v3. On the Zen 5 it changed nothing (see the header).
 // opbench:param PF_DIST 0 1 2
 #ifndef PF_DIST
 #define PF_DIST 0
