@@ -96,6 +96,12 @@ struct VirtualClock {
   double batch_overhead_s = 0;
   // The runners measure the worker's CPU time from outside (cpu_seconds_total), as the cpu target's do.
   bool cpu_clock = false;
+  // A machine on which content a runner has not run before costs more, whichever kernel runs: this
+  // much more a call, on both clocks (page and cache-line misses on the same bytes)...
+  double unseen_call_cost_s = 0;
+  // ...or a wait of this many times the batch's time, on the wall clock only (a core taken away
+  // whenever new content comes in).
+  double unseen_stall = 0;
 };
 
 // y = 2x + 1 on the single input and output of the fake workload.
@@ -146,7 +152,7 @@ class FakeRunner final : public KernelRunner {
       float* y = out_.floats(s, 0);
       const uint64_t content = in_.digest(s);
       unseen |= !seen_.count(content);
-      double call = b_.call_s;
+      double call = b_.call_s + (seen_.count(content) ? 0 : clock_.unseen_call_cost_s);
       if (b_.kind == "cache" || b_.kind == "cache-jolted") {
         // Remembers what it has seen: ten times faster on inputs it has run before.
         if (seen_.count(content)) call /= 10;
@@ -161,6 +167,7 @@ class FakeRunner final : public KernelRunner {
     // Time the worker spent waiting for a core: on the wall clocks, not on the CPU clock.
     double waiting = 0;
     if (b_.kind == "stalled" && unseen) waiting = 3 * seconds;
+    if (unseen) waiting += clock_.unseen_stall * seconds;
     const double draw = std::uniform_real_distribution<double>(0, 1)(jolts_);
     if (b_.kind == "jolted" && unseen && draw < 0.6) waiting = 3 * seconds;
     if (b_.kind == "cache-jolted" && !unseen && draw < 0.5) waiting = 8 * seconds;

@@ -184,6 +184,44 @@ TEST_F(SessionTest, ACachingKernelIsCaughtWhenLoadDisturbsHalfItsRounds) {
   EXPECT_NE(r.message.find("reuses work"), std::string::npos) << r.message;
 }
 
+// A machine on which new content costs every kernel one baseline call's time more (page and
+// cache-line misses on the same bytes): the baseline reads 2x, an honest kernel 4x faster than it
+// 5x. Divided by the baseline's ratio that was 2.5x, over the limit in every round; with the cost
+// subtracted instead it is 1x, and the smaller correction stands. The caching kernel stays far over.
+// The baseline's own 2x says the machine skewed the reading: inconclusive, not passed.
+TEST_F(SessionTest, NewContentCostingEveryKernelAlikeDoesNotCondemnAFastHonestKernel) {
+  target_.clock.unseen_call_cost_s = 100e-6;
+  for (bool cpu_clock : {false, true}) {
+    target_.clock.cpu_clock = cpu_clock;
+    Result r = eval("correct-25");
+    ASSERT_EQ(r.status, Status::correct) << r.message;
+    EXPECT_NEAR(r.integrity.fresh_over_repeat, 5.0, 1e-6);
+    EXPECT_NEAR(r.integrity.baseline_fresh_over_repeat, 2.0, 1e-6);
+    EXPECT_EQ(r.integrity.fresh_check.rfind("inconclusive: the baseline took 2.00x", 0), 0u) << r.integrity.fresh_check;
+    Result slow = eval("correct-400");
+    ASSERT_EQ(slow.status, Status::correct) << slow.message;
+    Result cache = eval("cache-100");
+    EXPECT_EQ(cache.status, Status::untrusted) << cache.message;
+    EXPECT_EQ(cache.integrity.fresh_check, "failed");
+  }
+}
+
+// CI once read the baseline 8.1x slower on never-seen inputs than on seen ones (2026-12-07), an
+// honest kernel's ratio that only the machine makes: whatever the candidate then shows below the
+// limit is no clearance, and the result says so. A caching kernel is still caught on that machine.
+TEST_F(SessionTest, AReadingTheMachineSkewedIsInconclusiveNotPassed) {
+  target_.clock.unseen_stall = 7;  // new content: 8x the time on the wall clock, for every kernel
+  Result r = eval("correct-50");
+  ASSERT_EQ(r.status, Status::correct) << r.message;
+  EXPECT_NEAR(r.integrity.baseline_fresh_over_repeat, 8.0, 1e-6);
+  EXPECT_EQ(r.integrity.fresh_check.rfind("inconclusive: the baseline took 8.00x", 0), 0u) << r.integrity.fresh_check;
+  Result cache = eval("cache-100");
+  EXPECT_EQ(cache.status, Status::untrusted) << cache.message;
+  // A fair machine: the same honest kernel passes.
+  target_.clock.unseen_stall = 0;
+  EXPECT_EQ(eval("correct-50").integrity.fresh_check, "passed");
+}
+
 TEST_F(SessionTest, ClocksThatDisagreeMakeTheSpeedupUnreliable) {
   Result r = eval("clock-lies-100");
   ASSERT_EQ(r.status, Status::correct) << r.message;
