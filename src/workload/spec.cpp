@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -295,6 +296,19 @@ ResolvedWorkload resolve_workload(const WorkloadSpec& spec, const std::string& s
       return int64_t(std::llround(v));
     };
     r.gemms.push_back({dim(g.m), dim(g.n), dim(g.k), dim(g.count)});
+  }
+  // The generators of integer metadata (group sizes, ragged batches) have conditions of their own
+  // that a shape can break (11p with G=1 cannot have one empty group): drawn once now, a few KB, so
+  // that a --set the generator cannot meet is a usage error here and not a failure deep in a run.
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    const TensorInstance& t = r.inputs[i];
+    if (element_wise(t)) continue;
+    std::vector<std::byte> trial(t.bytes());
+    try {
+      fill_input(trial.data(), t, /*set_seed=*/1, i, 1);
+    } catch (const SpecError& e) {
+      fail(fmt::format("input {} cannot be drawn: {}", t.name, e.what()));
+    }
   }
   return r;
 }

@@ -119,6 +119,14 @@ TEST(Eval, UsageErrorsExitTwoWithAHint) {
   CliRun bad_symbol = run_cli({"eval", "8p", "--impl", "baseline", "--size", "test", "--set", "Q=3"});
   EXPECT_EQ(bad_symbol.exit_code, 2);
   EXPECT_NE(bad_symbol.output.find("no shape symbol"), std::string::npos) << bad_symbol.output;
+
+  // Shapes the metadata generators cannot meet: one group that must hold an empty one, a ragged batch
+  // with one slot. They were an internal error (exit 3) from deep in the run.
+  for (const auto& [workload, set] : {std::pair{"11p", "G=1"}, std::pair{"7p", "SLOTS=1"}}) {
+    CliRun unmet = run_cli({"eval", workload, "--impl", "baseline", "--size", "test", "--no-timing", "--set", set});
+    EXPECT_EQ(unmet.exit_code, 2) << unmet.output;
+    EXPECT_NE(unmet.output.find("cannot be drawn"), std::string::npos) << unmet.output;
+  }
 }
 
 TEST(Eval, BuiltinImplementationGoesThroughTheSamePath) {
