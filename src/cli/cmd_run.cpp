@@ -111,12 +111,17 @@ Command add_run(CLI::App& root) {
             std::vector<std::string> skipped;
             std::vector<RunJob> all_jobs = plan_run(registry, *o, &skipped);
             auto impls = split_list(o->impls);
+            auto target = make_target(o->flags.target);
+            EvalOptions options = make_eval_options(o->flags);
+            // A --set that one selected workload cannot take (no such symbol, a shape its input
+            // generators cannot meet) is a usage error now, before anything runs or is written, not
+            // after the workloads before it have run.
+            if (!options.overrides.empty())
+              for (const auto& job : all_jobs) resolve_workload(*job.spec, options.size, options.overrides, target->float_dtype());
             const std::filesystem::path out_dir = o->out.empty() ? default_out_dir() : o->out;
             std::error_code ec;
             std::filesystem::create_directories(out_dir, ec);
             if (ec) throw UsageError(fmt::format("--out {}: cannot create the folder: {}", out_dir.string(), ec.message()));
-            auto target = make_target(o->flags.target);
-            EvalOptions options = make_eval_options(o->flags);
 
             using Job = RunJob;
             std::vector<Job> jobs;

@@ -48,6 +48,23 @@ TEST(Run, EvaluatesManyAndWritesJson) {
   std::filesystem::remove_all(dir);
 }
 
+// A --set that a selected workload cannot take stops the run before anything runs or is written:
+// 11p's group sizes cannot be drawn with one group, 12p has no G at all.
+TEST(Run, ASetOneWorkloadCannotTakeIsAUsageErrorBeforeAnythingRuns) {
+  auto dir = scratch_dir("run-bad-set");
+  std::filesystem::remove_all(dir);
+  CliRun run = run_cli({"run", "--workloads", "14p,11p", "--size", "test", "--impl", "baseline", "--no-timing", "--set", "G=1", "--out",
+                        dir.string()});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("cannot be drawn"), std::string::npos) << run.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "results.json")) << run.output;
+  CliRun unknown = run_cli({"run", "--workloads", "12p,8p", "--size", "test", "--impl", "baseline", "--set", "M=64", "--out", dir.string()});
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("no shape symbol"), std::string::npos) << unknown.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "results.json")) << unknown.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Dump, WritesInputsAndReferenceOutputsReproducibly) {
   auto a = scratch_dir("dump-a"), b = scratch_dir("dump-b"), c = scratch_dir("dump-c");
   ASSERT_EQ(run_cli({"dump", "8p", "--seed", "5", "--out", a.string()}).exit_code, 0);
