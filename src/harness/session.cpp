@@ -42,8 +42,8 @@ constexpr double kWatchShare = 0.25;
 // The fresh-input cross-check: a candidate this much slower per call on never-seen inputs than on
 // inputs it has seen (the fastest of the rounds for each; on the time of record and, where the
 // target has one, on the worker's CPU clock too), relative to the baseline (see `corrected` in
-// fresh_inputs), in at least 80%
-// of the rounds (five, and five more when three are over), is reusing work across calls. Caching kernels show 5-40x; honest ones measured up to 1.6x on a busy machine
+// fresh_inputs), in at least 80% of the rounds (five, and five more when three are over), is reusing
+// work across calls. Caching kernels show 5-40x; honest ones measured up to 1.6x on a busy machine
 // by the median of the rounds' wall-clock ratios, up to 2.07x with builds beside them (CI once
 // reported an honest reference untrusted with a build beside it; its reason was not kept). Parts
 // shorter than kFreshMinPartS are dominated by timer and scheduling noise (an honest A/A at the test
